@@ -1,0 +1,77 @@
+package idempotency
+
+import "time"
+
+// Status is the state of an idempotency record.
+type Status string
+
+// Record states. RESERVED: the key is taken and the operation may not have
+// started. IN_PROGRESS: the operation confirmed it started. RECONCILING: a
+// reconciler fenced the record; no step of the operation may commit.
+// COMPLETED and FAILED are terminal and carry the final response.
+const (
+	StatusReserved    Status = "RESERVED"
+	StatusInProgress  Status = "IN_PROGRESS"
+	StatusReconciling Status = "RECONCILING"
+	StatusCompleted   Status = "COMPLETED"
+	StatusFailed      Status = "FAILED"
+)
+
+// Terminal reports whether s is a final state.
+func (s Status) Terminal() bool { return s == StatusCompleted || s == StatusFailed }
+
+// Attribute names of a record in the table. The table's partition key is
+// AttrKey; AttrResourceID is the hash key of the ByResourceId index and
+// AttrPending of the sparse Pending index; AttrExpiresAt is the TTL
+// attribute.
+const (
+	AttrKey         = "pk"
+	AttrStatus      = "status"
+	AttrResourceID  = "resourceId"
+	AttrPending     = "pending"
+	AttrCreatedAt   = "createdAt"
+	AttrExpiresAt   = "expiresAt"
+	AttrFingerprint = "fingerprint"
+	AttrResponse    = "response"
+)
+
+// Index names of the table.
+const (
+	IndexByResourceID = "ByResourceId"
+	IndexPending      = "Pending"
+)
+
+// Record is one idempotency record.
+type Record struct {
+	Key         string `dynamodbav:"pk"`
+	Scope       string `dynamodbav:"scope"`
+	Status      Status `dynamodbav:"status"`
+	Fingerprint string `dynamodbav:"fingerprint"`
+	// ResourceID names what the operation creates (a transfer's id).
+	ResourceID string `dynamodbav:"resourceId"`
+	// Request is the canonical request the operation runs from, so every
+	// retry rebuilds byte-identical input.
+	Request string `dynamodbav:"request"`
+	// CreatedAt is RFC 3339 with milliseconds, UTC.
+	CreatedAt string `dynamodbav:"createdAt"`
+	// ExpiresAt is epoch seconds: the key may be reused after it, once the
+	// record is terminal. It is also the table's TTL attribute.
+	ExpiresAt int64 `dynamodbav:"expiresAt"`
+	// Pending mirrors Status while the record is not terminal (the sparse
+	// Pending index); removed on completion.
+	Pending string `dynamodbav:"pending,omitempty"`
+	// Response is the final response (JSON), set when terminal.
+	Response     string `dynamodbav:"response,omitempty"`
+	ExecutionArn string `dynamodbav:"executionArn,omitempty"`
+	UpdatedAt    string `dynamodbav:"updatedAt,omitempty"`
+}
+
+// Expired reports whether the record's retention has passed at now.
+func (r Record) Expired(now time.Time) bool { return now.Unix() >= r.ExpiresAt }
+
+// Reusable reports whether a new request may take the record's key at now:
+// the record is terminal and past its expiry.
+func (r Record) Reusable(now time.Time) bool { return r.Status.Terminal() && r.Expired(now) }
+
+// TimeFormat is the layout of CreatedAt and UpdatedAt.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"

@@ -1,0 +1,205 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DefaultRetention is how long a key is kept when no retention is set.
+const DefaultRetention = 24 * time.Hour
+
+// ErrKeyReused reports a key presented again with a different request.
+var ErrKeyReused = errors.New("idempotency key was already used with a different request")
+
+// ErrNotFound reports that no record matches.
+var ErrNotFound = errors.New("idempotency record not found")
+
+// API is the part of the DynamoDB client the store uses.
+type API interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Store keeps idempotency records in one DynamoDB table.
+type Store struct {
+	client    API
+	table     string
+	retention time.Duration
+	now       func() time.Time
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithRetention sets how long a key is kept after its reservation.
+func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
+
+// WithClock sets the clock (tests).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// NewStore returns a store over table.
+func NewStore(client API, table string, opts ...Option) *Store {
+	s := &Store{client: client, table: table, retention: DefaultRetention, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Reservation asks for a key.
+type Reservation struct {
+	Scope       string
+	Key         string
+	Fingerprint string
+	ResourceID  string
+	Request     []byte
+}
+
+// Reserve takes the key with one conditional PutItem. When the key is free,
+// or its record is terminal and past its expiry, it stores a RESERVED record
+// and returns it with created = true. Otherwise it returns the existing
+// record, read from the failed write itself (ALL_OLD), with created = false;
+// the caller compares fingerprints (see Record.Matches).
+func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created bool, err error) {
+	if err := ValidateKey(r.Key); err != nil {
+		return Record{}, false, err
+	}
+	now := s.now().UTC()
+	rec = Record{
+		Key:         RecordKey(r.Scope, r.Key),
+		Scope:       r.Scope,
+		Status:      StatusReserved,
+		Fingerprint: r.Fingerprint,
+		ResourceID:  r.ResourceID,
+		Request:     string(r.Request),
+		CreatedAt:   now.Format(TimeFormat),
+		ExpiresAt:   now.Add(s.retention).Unix(),
+		Pending:     string(StatusReserved),
+	}
+	item, err := attributevalue.MarshalMap(rec)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
+	}
+	free := expression.AttributeNotExists(expression.Name(AttrKey))
+	reusable := expression.Name(AttrStatus).In(expression.Value(StatusCompleted), expression.Value(StatusFailed)).
+		And(expression.Name(AttrExpiresAt).LessThanEqual(expression.Value(now.Unix())))
+	expr, err := expression.NewBuilder().WithCondition(free.Or(reusable)).Build()
+	if err != nil {
+		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return rec, true, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
+	}
+	if len(ccf.Item) == 0 {
+		// The condition failed on an item the service did not return:
+		// read it rather than guess.
+		existing, gerr := s.Get(ctx, r.Scope, r.Key)
+		if gerr != nil {
+			return Record{}, false, fmt.Errorf("reserve %s: read existing: %w", rec.Key, gerr)
+		}
+		return existing, false, nil
+	}
+	var existing Record
+	if err := attributevalue.UnmarshalMap(ccf.Item, &existing); err != nil {
+		return Record{}, false, fmt.Errorf("reserve %s: decode existing: %w", rec.Key, err)
+	}
+	return existing, false, nil
+}
+
+// Matches reports whether fingerprint is the record's: ErrKeyReused if not.
+func (r Record) Matches(fingerprint string) error {
+	if r.Fingerprint != fingerprint {
+		return ErrKeyReused
+	}
+	return nil
+}
+
+// Get reads the record of (scope, key) with a strongly consistent read.
+func (s *Store) Get(ctx context.Context, scope, key string) (Record, error) {
+	return s.GetByRecordKey(ctx, RecordKey(scope, key))
+}
+
+// GetByRecordKey reads a record by its table key, strongly consistent.
+func (s *Store) GetByRecordKey(ctx context.Context, recordKey string) (Record, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("get %s: %w", recordKey, err)
+	}
+	if len(out.Item) == 0 {
+		return Record{}, ErrNotFound
+	}
+	var rec Record
+	if err := attributevalue.UnmarshalMap(out.Item, &rec); err != nil {
+		return Record{}, fmt.Errorf("get %s: decode: %w", recordKey, err)
+	}
+	return rec, nil
+}
+
+// FindByResourceID returns the record that created resourceID within scope.
+// A record of another scope is reported as ErrNotFound: callers never learn
+// of each other's resources. The ByResourceId index is eventually
+// consistent, so the record is then read again from the table with a
+// strongly consistent read.
+func (s *Store) FindByResourceID(ctx context.Context, scope, resourceID string) (Record, error) {
+	keyCond := expression.Key(AttrResourceID).Equal(expression.Value(resourceID))
+	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).Build()
+	if err != nil {
+		return Record{}, fmt.Errorf("find %s: %w", resourceID, err)
+	}
+	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(IndexByResourceID),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("find %s: %w", resourceID, err)
+	}
+	for _, item := range out.Items {
+		var rec Record
+		if err := attributevalue.UnmarshalMap(item, &rec); err != nil {
+			return Record{}, fmt.Errorf("find %s: decode: %w", resourceID, err)
+		}
+		if rec.Scope != scope {
+			continue
+		}
+		fresh, err := s.GetByRecordKey(ctx, rec.Key)
+		if err != nil {
+			return Record{}, fmt.Errorf("find %s: %w", resourceID, err)
+		}
+		if fresh.ResourceID != resourceID {
+			// The key was reused for a newer operation since.
+			return Record{}, ErrNotFound
+		}
+		return fresh, nil
+	}
+	return Record{}, ErrNotFound
+}

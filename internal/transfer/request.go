@@ -1,0 +1,204 @@
+// Package transfer holds the domain rules of a money transfer: what a valid
+// request is, its canonical form, the transfer resource, and the domain
+// errors the API maps to HTTP at its edge.
+package transfer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of a request.
+const (
+	MaxBodyBytes       = 16 << 10
+	MaxReferenceLength = 140
+	MaxAccountIDLength = 64
+)
+
+// Request is a validated transfer request. Its JSON encoding (field order
+// fixed by the struct) is the canonical form that is fingerprinted and
+// stored.
+type Request struct {
+	SourceAccountID      string `json:"sourceAccountId"`
+	DestinationAccountID string `json:"destinationAccountId"`
+	Amount               int64  `json:"amount"`
+	Currency             string `json:"currency"`
+	// Reference is always present in the canonical form ("" when absent),
+	// so the workflow can address it by path.
+	Reference string `json:"reference"`
+}
+
+// Canonical is the request's canonical JSON.
+func (r Request) Canonical() []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		// A struct of strings and an integer always marshals.
+		panic(fmt.Sprintf("canonical request: %v", err))
+	}
+	return b
+}
+
+// FieldError is one problem with one field of a request.
+type FieldError struct {
+	Field  string `json:"field"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// ValidationError lists everything wrong with a request.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	if len(e.Fields) == 0 {
+		return "invalid request"
+	}
+	return fmt.Sprintf("invalid request: %s: %s", e.Fields[0].Field, e.Fields[0].Detail)
+}
+
+func (e *ValidationError) add(field, code, detail string) {
+	e.Fields = append(e.Fields, FieldError{Field: field, Code: code, Detail: detail})
+}
+
+// ErrBodyTooLarge reports a body over MaxBodyBytes.
+var ErrBodyTooLarge = errors.New("request body is larger than 16 KiB")
+
+var (
+	accountIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
+	amountPattern    = regexp.MustCompile(`^[1-9][0-9]*$`)
+)
+
+// wire is the request as sent; Amount stays a number literal so that 1.0,
+// 1e3 and "1" are told apart from 1.
+type wire struct {
+	SourceAccountID      *string         `json:"sourceAccountId"`
+	DestinationAccountID *string         `json:"destinationAccountId"`
+	Amount               json.RawMessage `json:"amount"`
+	Currency             *string         `json:"currency"`
+	Reference            *string         `json:"reference"`
+}
+
+// ParseRequest decodes and validates a request body. maxAmount caps the
+// amount in minor units. The error is ErrBodyTooLarge or a
+// *ValidationError listing every invalid field.
+func ParseRequest(body []byte, maxAmount int64) (Request, error) {
+	if len(body) > MaxBodyBytes {
+		return Request{}, ErrBodyTooLarge
+	}
+	verr := &ValidationError{}
+	var w wire
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			name = strings.Trim(name, `"`)
+			verr.add(name, "unknown_field", fmt.Sprintf("%q is not a field of a transfer request", name))
+			return Request{}, verr
+		}
+		verr.add("", "malformed_json", jsonProblem(err))
+		return Request{}, verr
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		verr.add("", "malformed_json", "the body must hold exactly one JSON object")
+		return Request{}, verr
+	}
+
+	var r Request
+	r.SourceAccountID = accountID(verr, "sourceAccountId", w.SourceAccountID)
+	r.DestinationAccountID = accountID(verr, "destinationAccountId", w.DestinationAccountID)
+	if r.SourceAccountID != "" && r.SourceAccountID == r.DestinationAccountID {
+		verr.add("destinationAccountId", "same_account", "destination must differ from the source account")
+	}
+	r.Amount = amount(verr, w.Amount, maxAmount)
+	switch {
+	case w.Currency == nil:
+		verr.add("currency", "required", "currency is required")
+	case !ValidCurrency(*w.Currency):
+		verr.add("currency", "invalid_currency", "currency must be an ISO 4217 code in upper case, such as EUR")
+	default:
+		r.Currency = *w.Currency
+	}
+	if w.Reference != nil {
+		r.Reference = *w.Reference
+		if !validReference(r.Reference) {
+			verr.add("reference", "invalid_reference", fmt.Sprintf("reference must be at most %d characters of printable text", MaxReferenceLength))
+		}
+	}
+	if len(verr.Fields) > 0 {
+		return Request{}, verr
+	}
+	return r, nil
+}
+
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("the body is not valid JSON (at byte %d)", syn.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("%s must be a %s", typ.Field, jsonType(typ.Type.Kind().String()))
+	case errors.Is(err, io.EOF):
+		return "the body is empty; a JSON object is required"
+	}
+
+	return "the body is not a valid transfer request: " + err.Error()
+}
+
+func jsonType(kind string) string {
+	if kind == "ptr" {
+		return "string"
+	}
+	return kind
+}
+
+func accountID(verr *ValidationError, field string, v *string) string {
+	switch {
+	case v == nil:
+		verr.add(field, "required", field+" is required")
+	case len(*v) == 0 || len(*v) > MaxAccountIDLength || !accountIDPattern.MatchString(*v):
+		verr.add(field, "invalid_account_id", fmt.Sprintf("%s must be 1-%d characters of letters, digits, '_', '.', ':' or '-'", field, MaxAccountIDLength))
+	default:
+		return *v
+	}
+	return ""
+}
+
+func amount(verr *ValidationError, raw json.RawMessage, maxAmount int64) int64 {
+	if len(raw) == 0 || string(raw) == "null" {
+		verr.add("amount", "required", "amount is required")
+		return 0
+	}
+	s := string(raw)
+	if !amountPattern.MatchString(s) {
+		verr.add("amount", "invalid_amount", "amount must be a positive whole number of minor units, such as 1050 for 10.50")
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > maxAmount {
+		verr.add("amount", "amount_too_large", fmt.Sprintf("amount must not exceed %d minor units", maxAmount))
+		return 0
+	}
+	return n
+}
+
+func validReference(s string) bool {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxReferenceLength {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}

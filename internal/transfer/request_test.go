@@ -1,0 +1,122 @@
+package transfer
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const maxAmount = 100000000
+
+func TestParseRequestValid(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want Request
+	}{
+		{"minimal", `{"sourceAccountId":"a","destinationAccountId":"b","amount":1,"currency":"EUR"}`,
+			Request{SourceAccountID: "a", DestinationAccountID: "b", Amount: 1, Currency: "EUR"}},
+		{"with reference", `{"sourceAccountId":"demo-alice","destinationAccountId":"demo-bob","amount":1050,"currency":"USD","reference":"rent – März"}`,
+			Request{SourceAccountID: "demo-alice", DestinationAccountID: "demo-bob", Amount: 1050, Currency: "USD", Reference: "rent – März"}},
+		{"amount at the cap", `{"sourceAccountId":"a","destinationAccountId":"b","amount":100000000,"currency":"JPY"}`,
+			Request{SourceAccountID: "a", DestinationAccountID: "b", Amount: maxAmount, Currency: "JPY"}},
+		{"fields in any order and whitespace", " {\"currency\":\"GBP\",\n\"amount\": 7, \"destinationAccountId\":\"x:1\",\"sourceAccountId\":\"y.2\"}\n",
+			Request{SourceAccountID: "y.2", DestinationAccountID: "x:1", Amount: 7, Currency: "GBP"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseRequest([]byte(tt.body), maxAmount)
+			if err != nil {
+				t.Fatalf("ParseRequest: %v", err)
+			}
+			if got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseRequestInvalid(t *testing.T) {
+	valid := `"sourceAccountId":"a","destinationAccountId":"b","currency":"EUR"`
+	tests := []struct {
+		name      string
+		body      string
+		wantField string
+		wantCode  string
+	}{
+		{"empty body", ``, "", "malformed_json"},
+		{"not json", `amount=5`, "", "malformed_json"},
+		{"array", `[1,2]`, "", "malformed_json"},
+		{"trailing data", `{` + valid + `,"amount":5} {}`, "", "malformed_json"},
+		{"unknown field", `{` + valid + `,"amount":5,"fee":1}`, "fee", "unknown_field"},
+		{"missing amount", `{` + valid + `}`, "amount", "required"},
+		{"null amount", `{` + valid + `,"amount":null}`, "amount", "required"},
+		{"zero amount", `{` + valid + `,"amount":0}`, "amount", "invalid_amount"},
+		{"negative amount", `{` + valid + `,"amount":-5}`, "amount", "invalid_amount"},
+		{"fractional amount", `{` + valid + `,"amount":10.5}`, "amount", "invalid_amount"},
+		{"integral float amount", `{` + valid + `,"amount":10.0}`, "amount", "invalid_amount"},
+		{"exponent amount", `{` + valid + `,"amount":1e3}`, "amount", "invalid_amount"},
+		{"string amount", `{` + valid + `,"amount":"10"}`, "amount", "invalid_amount"},
+		{"amount over cap", `{` + valid + `,"amount":100000001}`, "amount", "amount_too_large"},
+		{"amount over int64", `{` + valid + `,"amount":99999999999999999999}`, "amount", "amount_too_large"},
+		{"lower-case currency", `{"sourceAccountId":"a","destinationAccountId":"b","currency":"eur","amount":5}`, "currency", "invalid_currency"},
+		{"unknown currency", `{"sourceAccountId":"a","destinationAccountId":"b","currency":"ABC","amount":5}`, "currency", "invalid_currency"},
+		{"missing currency", `{"sourceAccountId":"a","destinationAccountId":"b","amount":5}`, "currency", "required"},
+		{"same account", `{"sourceAccountId":"a","destinationAccountId":"a","currency":"EUR","amount":5}`, "destinationAccountId", "same_account"},
+		{"missing source", `{"destinationAccountId":"a","currency":"EUR","amount":5}`, "sourceAccountId", "required"},
+		{"empty destination", `{"sourceAccountId":"a","destinationAccountId":"","currency":"EUR","amount":5}`, "destinationAccountId", "invalid_account_id"},
+		{"account with space", `{"sourceAccountId":"a b","destinationAccountId":"c","currency":"EUR","amount":5}`, "sourceAccountId", "invalid_account_id"},
+		{"account too long", `{"sourceAccountId":"` + strings.Repeat("a", 65) + `","destinationAccountId":"c","currency":"EUR","amount":5}`, "sourceAccountId", "invalid_account_id"},
+		{"account of wrong type", `{"sourceAccountId":5,"destinationAccountId":"c","currency":"EUR","amount":5}`, "", "malformed_json"},
+		{"reference too long", `{` + valid + `,"amount":5,"reference":"` + strings.Repeat("é", 141) + `"}`, "reference", "invalid_reference"},
+		{"reference with control character", `{` + valid + `,"amount":5,"reference":"a\u0007b"}`, "reference", "invalid_reference"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseRequest([]byte(tt.body), maxAmount)
+			var verr *ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("err = %v, want a *ValidationError", err)
+			}
+			for _, f := range verr.Fields {
+				if f.Field == tt.wantField && f.Code == tt.wantCode {
+					if f.Detail == "" {
+						t.Errorf("field error %s/%s has no detail", f.Field, f.Code)
+					}
+					return
+				}
+			}
+			t.Fatalf("fields = %+v, want %s/%s among them", verr.Fields, tt.wantField, tt.wantCode)
+		})
+	}
+}
+
+func TestParseRequestReportsEveryField(t *testing.T) {
+	_, err := ParseRequest([]byte(`{"sourceAccountId":"","destinationAccountId":"b","amount":0,"currency":"XYZ"}`), maxAmount)
+	var verr *ValidationError
+	if !errors.As(err, &verr) || len(verr.Fields) != 3 {
+		t.Fatalf("err = %v, want 3 field errors", err)
+	}
+}
+
+func TestParseRequestTooLarge(t *testing.T) {
+	body := `{"sourceAccountId":"a","destinationAccountId":"b","amount":5,"currency":"EUR","reference":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+	if _, err := ParseRequest([]byte(body), maxAmount); !errors.Is(err, ErrBodyTooLarge) {
+		t.Fatalf("err = %v, want ErrBodyTooLarge", err)
+	}
+}
+
+func TestCanonicalIsStable(t *testing.T) {
+	a, err := ParseRequest([]byte(`{"amount":5,"currency":"EUR","sourceAccountId":"a","destinationAccountId":"b"}`), maxAmount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ParseRequest([]byte(`{"destinationAccountId":"b",  "sourceAccountId":"a","currency":"EUR","amount":5,"reference":""}`), maxAmount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"sourceAccountId":"a","destinationAccountId":"b","amount":5,"currency":"EUR","reference":""}`
+	if string(a.Canonical()) != want || string(b.Canonical()) != want {
+		t.Fatalf("canonical forms %s and %s, want both %s", a.Canonical(), b.Canonical(), want)
+	}
+}

@@ -1,0 +1,99 @@
+package transfer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/exactlyonce/transfers/idempotency"
+)
+
+// Public statuses of a transfer.
+const (
+	StatusPending   = "PENDING"
+	StatusCompleted = "COMPLETED"
+	StatusFailed    = "FAILED"
+)
+
+// Transfer is the transfer resource the API returns.
+type Transfer struct {
+	TransferID           string   `json:"transferId"`
+	Status               string   `json:"status"`
+	SourceAccountID      string   `json:"sourceAccountId"`
+	DestinationAccountID string   `json:"destinationAccountId"`
+	Amount               int64    `json:"amount"`
+	Currency             string   `json:"currency"`
+	Reference            string   `json:"reference,omitempty"`
+	CreatedAt            string   `json:"createdAt"`
+	SettledAt            string   `json:"settledAt,omitempty"`
+	Failure              *Failure `json:"failure,omitempty"`
+}
+
+// Failure says why a transfer failed. Code is the error name the workflow
+// caught (InsufficientFunds, AccountNotFound, ...). Reversed is true when
+// a committed debit was refunded.
+type Failure struct {
+	Code     string `json:"code"`
+	Detail   string `json:"detail,omitempty"`
+	Reversed bool   `json:"reversed,omitempty"`
+}
+
+// WorkflowInput is the input of a transfer's execution. It is built only
+// from the stored record, so every start of one transfer sends
+// byte-identical input.
+type WorkflowInput struct {
+	RecordKey  string          `json:"recordKey"`
+	TransferID string          `json:"transferId"`
+	CreatedAt  string          `json:"createdAt"`
+	Request    json.RawMessage `json:"request"`
+}
+
+// NewWorkflowInput builds the execution input of rec.
+func NewWorkflowInput(rec idempotency.Record) ([]byte, error) {
+	if !json.Valid([]byte(rec.Request)) {
+		return nil, fmt.Errorf("workflow input %s: stored request is not JSON", rec.ResourceID)
+	}
+	return json.Marshal(WorkflowInput{
+		RecordKey:  rec.Key,
+		TransferID: rec.ResourceID,
+		CreatedAt:  rec.CreatedAt,
+		Request:    json.RawMessage(rec.Request),
+	})
+}
+
+// ErrCorruptRecord reports a stored record the API cannot read back.
+var ErrCorruptRecord = errors.New("stored transfer record is unreadable")
+
+// FromRecord renders the transfer of rec: the stored final response when
+// the record is terminal, else the pending transfer from the stored
+// request.
+func FromRecord(rec idempotency.Record) (Transfer, error) {
+	if rec.Status.Terminal() && rec.Response != "" {
+		var t Transfer
+		if err := json.Unmarshal([]byte(rec.Response), &t); err != nil {
+			return Transfer{}, fmt.Errorf("%w: %s response: %v", ErrCorruptRecord, rec.ResourceID, err)
+		}
+		return t, nil
+	}
+	var req Request
+	if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {
+		return Transfer{}, fmt.Errorf("%w: %s request: %v", ErrCorruptRecord, rec.ResourceID, err)
+	}
+	status := StatusPending
+	switch rec.Status {
+	case idempotency.StatusCompleted:
+		status = StatusCompleted
+	case idempotency.StatusFailed:
+		status = StatusFailed
+	}
+	return Transfer{
+		TransferID:           rec.ResourceID,
+		Status:               status,
+		SourceAccountID:      req.SourceAccountID,
+		DestinationAccountID: req.DestinationAccountID,
+		Amount:               req.Amount,
+		Currency:             req.Currency,
+		Reference:            req.Reference,
+		CreatedAt:            rec.CreatedAt,
+	}, nil
+}
