@@ -1,0 +1,503 @@
+// Package apigw is a local Amazon API Gateway REST API with Lambda proxy
+// integrations (payload format 1.0): it turns each HTTP request into the
+// event API Gateway sends, invokes the route's function and turns its
+// APIGatewayProxyResponse back into the HTTP response, with API Gateway's
+// error responses for function errors and timeouts.
+package apigw
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/exactlyonce/transfers/internal/local/lambdarun"
+)
+
+const (
+	// DefaultIntegrationTimeout is API Gateway's integration timeout.
+	DefaultIntegrationTimeout = 29 * time.Second
+	// DefaultMaxBodyBytes is API Gateway's payload limit (10 MB).
+	DefaultMaxBodyBytes = 10 << 20
+)
+
+// Invoker invokes Lambda functions by name; *lambdarun.Registry is one.
+type Invoker interface {
+	InvokeFunction(ctx context.Context, functionName string, payload []byte) ([]byte, *lambdarun.FunctionError, error)
+}
+
+// Route is one method of one resource, integrated with a function.
+type Route struct {
+	// Method is an HTTP method or ANY.
+	Method string
+	// Path is the resource path: literal segments, {param} segments and a
+	// final greedy {param+}, e.g. /transfers/{transferId} or /{proxy+}.
+	Path string
+	// FunctionName is what Invoker is asked to invoke: a name or an ARN.
+	FunctionName string
+	// Invoker runs the function; nil means Config.Invoker.
+	Invoker Invoker
+}
+
+// Config configures a Server. Zero fields take the defaults shown.
+type Config struct {
+	Routes []Route
+	// Invoker serves routes that have none.
+	Invoker Invoker
+	// Stage is the stage name ("Prod"). Requests may include it as the
+	// first path segment, as the deployed URL does, or leave it out.
+	Stage string
+	// AccountID is the account of the API and of local callers
+	// ("123456789012").
+	AccountID string
+	// APIID is the REST API id ("localapi01").
+	APIID string
+	// BinaryMediaTypes are the request Content-Types whose bodies reach the
+	// function base64-encoded, e.g. "application/octet-stream", "image/*",
+	// "*/*". The template's "~1" escape for "/" is accepted.
+	BinaryMediaTypes []string
+	// IntegrationTimeout bounds each invocation (DefaultIntegrationTimeout).
+	IntegrationTimeout time.Duration
+	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// Now is the clock of requestTime (time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Server is the local REST API. It is an http.Handler.
+//
+// Authorization: the deployed API uses AWS_IAM authorization, where API
+// Gateway verifies the SigV4 signature and fills requestContext.identity
+// with the signer's IAM identity. Locally there are no credentials: the
+// caller names itself with "Authorization: Bearer <name>", name being an
+// IAM user name (1-64 characters of [A-Za-z0-9+=,.@_-]), and the identity
+// is that of IAM user <name> in the account (see NewCaller). A request
+// without an Authorization header is made as user "local". A present
+// Authorization header that is not a Bearer token with a valid name is
+// refused with 403 and the JSON body API Gateway sends for requests
+// without valid IAM authentication, {"message": "Missing Authentication
+// Token"} (x-amzn-ErrorType MissingAuthenticationTokenException); a SigV4
+// Authorization header is refused too, as nothing checks it locally.
+//
+// Unlike API Gateway, which answers 403 Missing Authentication Token for
+// any unknown resource or method, the server answers 404 for a path no
+// resource matches and 405, with Allow, for a method the matched resource
+// lacks, so that routing mistakes are told apart from authorization ones.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	router    router
+	binary    []string
+	stagePath string
+}
+
+// DefaultCaller is the caller of requests without an Authorization header.
+const DefaultCaller = "local"
+
+// NewServer checks the routes and returns the server.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Stage == "" {
+		cfg.Stage = "Prod"
+	}
+	if cfg.AccountID == "" {
+		cfg.AccountID = "123456789012"
+	}
+	if cfg.APIID == "" {
+		cfg.APIID = "localapi01"
+	}
+	if cfg.IntegrationTimeout <= 0 {
+		cfg.IntegrationTimeout = DefaultIntegrationTimeout
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{cfg: cfg, log: log.With("apiId", cfg.APIID, "stage", cfg.Stage), stagePath: "/" + cfg.Stage}
+	for _, bt := range cfg.BinaryMediaTypes {
+		s.binary = append(s.binary, strings.ToLower(strings.ReplaceAll(bt, "~1", "/")))
+	}
+
+	byPath := make(map[string]*resource)
+	templates := make(map[string][]segment)
+	for i, rt := range cfg.Routes {
+		method := strings.ToUpper(rt.Method)
+		if method != "ANY" && !slices.Contains(methods, method) {
+			return nil, fmt.Errorf("%w: route %d: method %q", ErrInvalidRoute, i, rt.Method)
+		}
+		if rt.FunctionName == "" {
+			return nil, fmt.Errorf("%w: %s %s: no function name", ErrInvalidRoute, method, rt.Path)
+		}
+		if rt.Invoker == nil && cfg.Invoker == nil {
+			return nil, fmt.Errorf("%w: %s %s: no invoker", ErrInvalidRoute, method, rt.Path)
+		}
+		res := byPath[rt.Path]
+		if res == nil {
+			segs, err := parseTemplate(rt.Path)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidRoute, err)
+			}
+			res = &resource{path: rt.Path, id: resourceID(cfg.APIID, rt.Path), segments: segs, methods: make(map[string]*Route)}
+			byPath[rt.Path] = res
+			templates[rt.Path] = segs
+			s.router.resources = append(s.router.resources, res)
+		}
+		if res.methods[method] != nil {
+			return nil, fmt.Errorf("%w: %s %s is defined twice", ErrInvalidRoute, method, rt.Path)
+		}
+		route := rt
+		route.Method = method
+		if route.Invoker == nil {
+			route.Invoker = cfg.Invoker
+		}
+		res.methods[method] = &route
+	}
+	if err := checkSiblings(templates); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	now := s.cfg.Now()
+	requestID := lambdarun.NewRequestID()
+	extendedID := extendedRequestID()
+	w.Header().Set("x-amzn-RequestId", requestID)
+	w.Header().Set("x-amz-apigw-id", extendedID)
+	log := s.log.With("requestId", requestID, "method", r.Method, "path", r.URL.Path)
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		log.Info("request", "status", rec.status, "duration", time.Since(start))
+	}()
+	w = rec
+
+	escaped, path := r.URL.EscapedPath(), r.URL.Path
+	if rest, ok := stripStage(escaped, s.stagePath); ok {
+		escaped = rest
+		path, _ = stripStage(path, s.stagePath)
+	}
+	if path == "" {
+		path = "/"
+	}
+
+	res, params := s.router.find(escaped)
+	if res == nil {
+		gatewayError(w, http.StatusNotFound, "NotFoundException", "Not Found")
+		return
+	}
+	route := res.methods[r.Method]
+	if route == nil {
+		route = res.methods["ANY"]
+	}
+	if route == nil {
+		w.Header().Set("Allow", res.allowed())
+		gatewayError(w, http.StatusMethodNotAllowed, "MethodNotAllowedException", "Method Not Allowed")
+		return
+	}
+	log = log.With("resource", res.path, "function", route.FunctionName)
+
+	caller, ok := s.caller(r)
+	if !ok {
+		gatewayError(w, http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token")
+		return
+	}
+
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		gatewayError(w, http.StatusRequestEntityTooLarge, "RequestTooLongException", "Request Too Long")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
+	if err != nil {
+		log.Warn("reading request body", "error", err)
+		gatewayError(w, http.StatusBadRequest, "BadRequestException", "Bad Request")
+		return
+	}
+	if int64(len(body)) > s.cfg.MaxBodyBytes {
+		gatewayError(w, http.StatusRequestEntityTooLarge, "RequestTooLongException", "Request Too Long")
+		return
+	}
+
+	event := s.event(r, res, route, params, path, body, caller, requestID, extendedID, now)
+	payload, err := json.Marshal(event)
+	if err != nil {
+		log.Error("encoding the proxy event", "error", err)
+		gatewayError(w, http.StatusInternalServerError, "InternalServerErrorException", "Internal server error")
+		return
+	}
+	s.integrate(w, r, route, payload, log)
+}
+
+// stripStage removes a leading /<stage> path segment.
+func stripStage(p, stagePath string) (string, bool) {
+	if p == stagePath {
+		return "/", true
+	}
+	if rest, ok := strings.CutPrefix(p, stagePath+"/"); ok {
+		return "/" + rest, true
+	}
+	return p, false
+}
+
+// caller authenticates a request; see Server.
+func (s *Server) caller(r *http.Request) (Caller, bool) {
+	values := r.Header.Values("Authorization")
+	if len(values) == 0 {
+		return NewCaller(s.cfg.AccountID, DefaultCaller), true
+	}
+	if len(values) > 1 {
+		return Caller{}, false
+	}
+	scheme, name, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
+	name = strings.TrimSpace(name)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || !validCallerName(name) {
+		return Caller{}, false
+	}
+	return NewCaller(s.cfg.AccountID, name), true
+}
+
+func (s *Server) event(r *http.Request, res *resource, route *Route, params map[string]string, path string,
+	body []byte, caller Caller, requestID, extendedID string, now time.Time) *requestEvent {
+	sourceIP := sourceIPOf(r)
+	headers, multiHeaders := headerMaps(r, sourceIP)
+	if _, ok := multiHeaders["X-Amzn-Trace-Id"]; !ok {
+		tid := traceID(now)
+		headers["X-Amzn-Trace-Id"], multiHeaders["X-Amzn-Trace-Id"] = tid, []string{tid}
+	}
+	query, multiQuery := queryMaps(r.URL.RawQuery)
+	eventBody, isBase64 := eventBody(body, isBinary(r.Header.Get("Content-Type"), s.binary))
+	return &requestEvent{
+		Resource:                        res.path,
+		Path:                            path,
+		HTTPMethod:                      r.Method,
+		Headers:                         headers,
+		MultiValueHeaders:               multiHeaders,
+		QueryStringParameters:           query,
+		MultiValueQueryStringParameters: multiQuery,
+		PathParameters:                  params,
+		StageVariables:                  nil,
+		Body:                            eventBody,
+		IsBase64Encoded:                 isBase64,
+		RequestContext: requestContext{
+			ResourceID:        res.id,
+			ResourcePath:      res.path,
+			HTTPMethod:        r.Method,
+			ExtendedRequestID: extendedID,
+			RequestTime:       requestTime(now),
+			Path:              contextPath(r),
+			AccountID:         s.cfg.AccountID,
+			Protocol:          r.Proto,
+			Stage:             s.cfg.Stage,
+			DomainPrefix:      domainPrefix(r.Host),
+			RequestTimeEpoch:  now.UnixMilli(),
+			RequestID:         requestID,
+			DomainName:        r.Host,
+			APIID:             s.cfg.APIID,
+			Identity: identity{
+				AccountID: s.cfg.AccountID,
+				Caller:    caller.UserID,
+				SourceIP:  sourceIP,
+				AccessKey: caller.AccessKeyID,
+				UserArn:   caller.ARN,
+				UserAgent: r.UserAgent(),
+				User:      caller.UserID,
+			},
+		},
+	}
+}
+
+type invocation struct {
+	result []byte
+	fnErr  *lambdarun.FunctionError
+	err    error
+}
+
+// integrate invokes the function and writes its response.
+func (s *Server) integrate(w http.ResponseWriter, r *http.Request, route *Route, payload []byte, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.IntegrationTimeout)
+	defer cancel()
+	done := make(chan invocation, 1)
+	go func() {
+		var inv invocation
+		defer func() {
+			if v := recover(); v != nil {
+				inv = invocation{err: fmt.Errorf("apigw: invoker panicked: %v", v)}
+			}
+			done <- inv
+		}()
+		inv.result, inv.fnErr, inv.err = route.Invoker.InvokeFunction(ctx, route.FunctionName, payload)
+	}()
+
+	var inv invocation
+	select {
+	case inv = <-done:
+	case <-ctx.Done():
+		inv.err = context.Cause(ctx)
+	}
+	switch {
+	case r.Context().Err() != nil:
+		log.Warn("client went away before the integration answered", "error", context.Cause(r.Context()))
+		return
+	case inv.err != nil && ctx.Err() != nil:
+		log.Error("integration timed out", "timeout", s.cfg.IntegrationTimeout, "error", inv.err)
+		gatewayError(w, http.StatusGatewayTimeout, "InternalServerErrorException", "Endpoint request timed out")
+		return
+	case inv.err != nil:
+		log.Error("invoking the function failed", "error", inv.err)
+		gatewayError(w, http.StatusInternalServerError, "InternalServerErrorException", "Internal server error")
+		return
+	case inv.fnErr != nil:
+		log.Error("function error", "errorType", inv.fnErr.Type, "errorMessage", inv.fnErr.Message, "stackTrace", inv.fnErr.StackTrace)
+		gatewayError(w, http.StatusBadGateway, "InternalServerErrorException", "Internal server error")
+		return
+	}
+	resp, err := parseResponse(inv.result)
+	if err != nil {
+		log.Error("malformed Lambda proxy response", "error", err, "response", truncate(inv.result, 1024))
+		gatewayError(w, http.StatusBadGateway, "InternalServerErrorException", "Internal server error")
+		return
+	}
+	resp.write(w)
+}
+
+// proxyResponse is the function's events.APIGatewayProxyResponse, checked.
+type proxyResponse struct {
+	status  int
+	headers http.Header
+	body    []byte
+}
+
+// remappedHeaders are response headers API Gateway does not pass through
+// as they are: it sends them as x-amzn-Remapped-<name>.
+var remappedHeaders = []string{"Connection", "Content-Length", "Date", "Server", "Transfer-Encoding", "Upgrade"}
+
+func parseResponse(raw []byte) (*proxyResponse, error) {
+	var out struct {
+		StatusCode        *int                `json:"statusCode"`
+		Headers           map[string]string   `json:"headers"`
+		MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
+		Body              *string             `json:"body"`
+		IsBase64Encoded   bool                `json:"isBase64Encoded"`
+	}
+	if !strings.HasPrefix(strings.TrimSpace(string(raw)), "{") {
+		return nil, errors.New("response is not a JSON object")
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("decoding the response: %w", err)
+	}
+	if out.StatusCode == nil {
+		return nil, errors.New("statusCode is missing")
+	}
+	if *out.StatusCode < 100 || *out.StatusCode > 599 {
+		return nil, fmt.Errorf("statusCode %d is not an HTTP status", *out.StatusCode)
+	}
+	resp := &proxyResponse{status: *out.StatusCode, headers: make(http.Header)}
+	for k, vs := range out.MultiValueHeaders {
+		for _, v := range vs {
+			resp.headers.Add(k, v)
+		}
+	}
+	for k, v := range out.Headers {
+		// A header in both maps takes its values from multiValueHeaders.
+		if _, ok := resp.headers[http.CanonicalHeaderKey(k)]; !ok {
+			resp.headers.Set(k, v)
+		}
+	}
+	for _, h := range remappedHeaders {
+		if vs, ok := resp.headers[h]; ok {
+			delete(resp.headers, h)
+			resp.headers["X-Amzn-Remapped-"+h] = vs
+		}
+	}
+	if resp.headers.Get("Content-Type") == "" {
+		resp.headers.Set("Content-Type", "application/json")
+	}
+	if out.Body != nil {
+		if out.IsBase64Encoded {
+			b, err := base64.StdEncoding.DecodeString(*out.Body)
+			if err != nil {
+				return nil, fmt.Errorf("body is not valid base64: %w", err)
+			}
+			resp.body = b
+		} else {
+			resp.body = []byte(*out.Body)
+		}
+	}
+	return resp, nil
+}
+
+func (p *proxyResponse) write(w http.ResponseWriter) {
+	h := w.Header()
+	for k, vs := range p.headers {
+		h[k] = vs
+	}
+	h.Set("Content-Length", strconv.Itoa(len(p.body)))
+	w.WriteHeader(p.status)
+	_, _ = w.Write(p.body)
+}
+
+// gatewayError writes an API Gateway error response: {"message": "..."}.
+func gatewayError(w http.ResponseWriter, status int, errorType, message string) {
+	msg, _ := json.Marshal(message)
+	body := `{"message": ` + string(msg) + `}`
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("x-amzn-ErrorType", errorType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "..."
+}
+
+// statusRecorder records the status for the request log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// contextPath is requestContext.path: the path as the client called it,
+// with the stage segment when the client sent one (as on the execute-api
+// URL) and without it otherwise (as through a custom domain).
+func contextPath(r *http.Request) string {
+	if r.URL.Path == "" {
+		return "/"
+	}
+	return r.URL.Path
+}
