@@ -1,0 +1,106 @@
+package asl
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Predefined ASL error names this runtime raises or matches specially.
+const (
+	ErrAll                    = "States.ALL"
+	ErrTaskFailed             = "States.TaskFailed"
+	ErrTimeout                = "States.Timeout"
+	ErrRuntime                = "States.Runtime"
+	ErrResultPathMatchFailure = "States.ResultPathMatchFailure"
+	ErrIntrinsicFailure       = "States.IntrinsicFailure"
+	ErrNoChoiceMatched        = "States.NoChoiceMatched"
+	ErrDataLimitExceeded      = "States.DataLimitExceeded"
+)
+
+// knownStatesErrors are the "States." names an ErrorEquals may list; any
+// other "States." name is a typo that would never match.
+var knownStatesErrors = map[string]bool{
+	ErrAll: true, ErrTaskFailed: true, ErrTimeout: true, ErrRuntime: true,
+	ErrResultPathMatchFailure: true, ErrIntrinsicFailure: true,
+	ErrNoChoiceMatched: true, ErrDataLimitExceeded: true,
+	"States.ParameterPathFailure": true, "States.Permissions": true,
+	"States.HeartbeatTimeout": true, "States.BranchFailed": true,
+	"States.ExceedToleratedFailureThreshold": true, "States.ItemReaderFailed": true,
+	"States.ResultWriterFailed": true, "States.QueryEvaluationError": true,
+	"States.Http.Socket": true,
+}
+
+// newError builds a runtime error with a formatted cause.
+func newError(name, format string, args ...any) *Error {
+	return &Error{Name: name, Cause: fmt.Sprintf(format, args...)}
+}
+
+// errorMatches reports whether an ErrorEquals list matches an error name.
+// States.Runtime is never matched (it always fails the execution);
+// States.ALL matches everything except States.DataLimitExceeded, which is
+// terminal; States.TaskFailed additionally excludes States.Timeout.
+func errorMatches(errorEquals []string, name string) bool {
+	if name == ErrRuntime {
+		return false
+	}
+	for _, e := range errorEquals {
+		switch {
+		case e == name:
+			return true
+		case e == ErrAll && name != ErrDataLimitExceeded:
+			return true
+		case e == ErrTaskFailed && name != ErrTimeout && name != ErrDataLimitExceeded:
+			return true
+		}
+	}
+	return false
+}
+
+// loadError is a definition error at a JSON place such as
+// "States.Debit.Retry[0].BackoffRate".
+type loadError struct {
+	place string
+	msg   string
+	err   error
+}
+
+func (e *loadError) Error() string {
+	var b strings.Builder
+	if e.place != "" {
+		b.WriteString(e.place)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.msg)
+	if e.err != nil {
+		if e.msg != "" {
+			b.WriteString(": ")
+		}
+		b.WriteString(e.err.Error())
+	}
+	return b.String()
+}
+
+func (e *loadError) Unwrap() error { return e.err }
+
+// errAt builds a loadError with a formatted message.
+func errAt(place, format string, args ...any) error {
+	return &loadError{place: place, msg: fmt.Sprintf(format, args...)}
+}
+
+// wrapAt wraps an error with a place.
+func wrapAt(place string, err error) error {
+	return &loadError{place: place, err: err}
+}
+
+// join builds a child place: join("States", "Debit") = "States.Debit".
+func join(place, key string) string {
+	if place == "" {
+		return key
+	}
+	return place + "." + key
+}
+
+// index builds an array element place: index("Retry", 0) = "Retry[0]".
+func index(place string, i int) string {
+	return fmt.Sprintf("%s[%d]", place, i)
+}

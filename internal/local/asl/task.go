@@ -1,0 +1,200 @@
+package asl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// runTask executes a Task state with its Retry and Catch policy and returns
+// its output and next state.
+func (r *runner) runTask(ctx context.Context, st *state, input any, entered time.Time) (any, json.RawMessage, string, *Error) {
+	attempts := make([]int64, len(st.retry)) // retries used, per retrier
+	retryCount := 0
+	for {
+		out, raw, err := r.taskAttempt(ctx, st, input, entered, retryCount)
+		if err == nil {
+			return out, raw, st.next, nil
+		}
+		if ctx.Err() != nil || err.Name == ErrRuntime {
+			return nil, nil, "", err
+		}
+		if i := matchRetrier(st.retry, err.Name); i >= 0 && attempts[i] < st.retry[i].maxAttempts {
+			d := r.scale(st.retry[i].delaySeconds(attempts[i]))
+			attempts[i]++
+			retryCount++
+			if r.sleep(ctx, d) != nil {
+				return nil, nil, "", errInterrupted
+			}
+			continue
+		}
+		for _, c := range st.catch {
+			if !errorMatches(c.errorEquals, err.Name) {
+				continue
+			}
+			out, perr := applyResultPath(c.resultPath, input, map[string]any{"Error": err.Name, "Cause": err.Cause})
+			if perr != nil {
+				return nil, nil, "", inState(st, perr)
+			}
+			raw, perr := encodeOutput(out)
+			if perr != nil {
+				return nil, nil, "", inState(st, perr)
+			}
+			return out, raw, c.next, nil
+		}
+		return nil, nil, "", err
+	}
+}
+
+// matchRetrier returns the index of the first retrier whose ErrorEquals
+// matches name, or -1.
+func matchRetrier(retry []retrier, name string) int {
+	for i, rt := range retry {
+		if errorMatches(rt.errorEquals, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// delaySeconds is the wait before retry number attempt+1:
+// IntervalSeconds * BackoffRate^attempt, capped by MaxDelaySeconds.
+func (rt retrier) delaySeconds(attempt int64) float64 {
+	d := float64(rt.intervalSeconds) * math.Pow(rt.backoffRate, float64(attempt))
+	if rt.maxDelaySeconds > 0 && d > float64(rt.maxDelaySeconds) {
+		d = float64(rt.maxDelaySeconds)
+	}
+	return d
+}
+
+// sleep waits between retries; it returns early with an error when ctx ends.
+func (r *runner) sleep(ctx context.Context, d time.Duration) error {
+	if r.def.sleep != nil {
+		return r.def.sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// taskAttempt runs one attempt of a Task state: InputPath, Parameters, the
+// invocation, ResultSelector, ResultPath and OutputPath.
+func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int) (any, json.RawMessage, *Error) {
+	ctxObj := r.contextObject(st, entered, retryCount)
+	params, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
+	if err == nil {
+		params, err = applyTemplate(st.parameters, params, ctxObj)
+	}
+	if err != nil {
+		return nil, nil, inState(st, err)
+	}
+	rawParams, err := encodeOutput(params)
+	if err != nil {
+		return nil, nil, inState(st, err)
+	}
+	r.emit(HistoryEvent{Type: "TaskScheduled", StateName: st.name, Resource: st.resource, Input: rawParams})
+	r.emit(HistoryEvent{Type: "TaskStarted", StateName: st.name, Resource: st.resource})
+
+	rawResult, err := r.invoke(ctx, st, rawParams)
+	if err == errInterrupted {
+		return nil, nil, err
+	}
+	if err == nil && len(rawResult) > maxPayloadBytes {
+		err = newError(ErrDataLimitExceeded, "the task result has %d bytes, more than the limit of %d", len(rawResult), maxPayloadBytes)
+	}
+	var result any
+	if err == nil && len(bytes.TrimSpace(rawResult)) > 0 {
+		var derr error
+		if result, derr = decodeValue(rawResult); derr != nil {
+			err = newError(ErrRuntime, "the task result is not valid JSON: %v", derr)
+		}
+	}
+	if err != nil {
+		typ := "TaskFailed"
+		if err.Name == ErrTimeout {
+			typ = "TaskTimedOut"
+		}
+		r.emit(HistoryEvent{Type: typ, StateName: st.name, Resource: st.resource, Error: err.Name, Cause: err.Cause})
+		return nil, nil, err
+	}
+	rawResult, _ = encodeValue(result) // normalized: compact, null for an empty result
+	r.emit(HistoryEvent{Type: "TaskSucceeded", StateName: st.name, Resource: st.resource, Output: rawResult})
+
+	out, err := applyTemplate(st.resultSelector, result, ctxObj)
+	if err == nil {
+		out, err = applyResultPath(st.resultPath, input, out)
+	}
+	if err == nil {
+		out, err = applyPath(st.outputPath, out, ctxObj, "OutputPath")
+	}
+	var raw json.RawMessage
+	if err == nil {
+		raw, err = encodeOutput(out)
+	}
+	if err != nil {
+		return nil, nil, inState(st, err)
+	}
+	return out, raw, nil
+}
+
+type invokeResult struct {
+	out json.RawMessage
+	err error
+}
+
+// invoke runs the task invoker under the task's TimeoutSeconds. It returns
+// promptly when the run is cancelled or the timeout elapses, even if the
+// invoker ignores its context.
+func (r *runner) invoke(ctx context.Context, st *state, params json.RawMessage) (json.RawMessage, *Error) {
+	var actx context.Context
+	var cancel context.CancelFunc
+	if st.timeoutSeconds > 0 {
+		actx, cancel = context.WithTimeoutCause(ctx, r.scale(float64(st.timeoutSeconds)), errTaskTimeout)
+	} else {
+		actx, cancel = context.WithCancel(ctx)
+	}
+	defer cancel()
+
+	done := make(chan invokeResult, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- invokeResult{err: fmt.Errorf("the task invoker panicked: %v", p)}
+			}
+		}()
+		out, err := r.m.opts.Tasks.Invoke(actx, st.resource, params)
+		done <- invokeResult{out: out, err: err}
+	}()
+
+	timedOut := newError(ErrTimeout, "The task did not complete within its TimeoutSeconds (%d).", st.timeoutSeconds)
+	select {
+	case res := <-done:
+		switch {
+		case res.err == nil:
+			return res.out, nil
+		case ctx.Err() != nil:
+			return nil, errInterrupted
+		case errors.Is(context.Cause(actx), errTaskTimeout):
+			return nil, timedOut
+		}
+		var e *Error
+		if errors.As(res.err, &e) && e.Name != "" {
+			return nil, &Error{Name: e.Name, Cause: e.Cause}
+		}
+		return nil, &Error{Name: ErrTaskFailed, Cause: res.err.Error()}
+	case <-actx.Done():
+		if ctx.Err() != nil {
+			return nil, errInterrupted
+		}
+		return nil, timedOut
+	}
+}

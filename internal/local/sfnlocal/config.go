@@ -1,0 +1,127 @@
+// Package sfnlocal is a local AWS Step Functions endpoint for Standard
+// workflows. It speaks the Step Functions JSON protocol (awsJson1_0), so the
+// unmodified aws-sdk-go-v2 sfn client works against it, runs executions with
+// the asl engine, performs the lambda:invoke and dynamodb:* service
+// integrations this project uses, and publishes "Step Functions Execution
+// Status Change" events the way AWS sends them to EventBridge.
+//
+// Typical wiring:
+//
+//	srv := sfnlocal.New(sfnlocal.Config{Lambda: runtime, Publisher: bus, DynamoDB: ddb})
+//	err := srv.AddStateMachine(sfnlocal.StateMachine{Name: "Transfer", Definition: def, FileName: path})
+//	endpoint, err := srv.Listen("") // then AWS_ENDPOINT_URL_SFN=endpoint
+//	defer srv.Close()
+package sfnlocal
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Defaults used when Config leaves a field empty.
+const (
+	DefaultRegion    = "us-east-1"
+	DefaultAccountID = "123456789012"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Region and AccountID appear in every ARN and event. Defaults:
+	// DefaultRegion, DefaultAccountID.
+	Region    string
+	AccountID string
+
+	// DynamoDB is where the dynamodb:* integrations send their requests.
+	DynamoDB DynamoDBConfig
+
+	// Lambda runs the functions lambda:invoke tasks name. Executions that
+	// reach a lambda:invoke task fail with Lambda.ServiceException when nil.
+	Lambda LambdaInvoker
+
+	// Publisher receives the execution status change events. Optional.
+	Publisher Publisher
+
+	// TimeScale multiplies every duration a definition names (retry
+	// intervals, task and machine timeouts). 0 means 1.
+	TimeScale float64
+
+	// Logger receives operational logs. Default: slog.Default().
+	Logger *slog.Logger
+
+	// Now is the clock for dates and timestamps. Default: time.Now.
+	Now func() time.Time
+}
+
+// DynamoDBConfig locates and authenticates the DynamoDB endpoint.
+type DynamoDBConfig struct {
+	// Endpoint is the base URL, e.g. http://127.0.0.1:8000.
+	Endpoint string
+	// Static credentials used to sign requests with Signature Version 4.
+	// DynamoDB Local accepts any non-empty values; defaults are "local".
+	AccessKeyID     string
+	SecretAccessKey string
+	SessionToken    string
+	// HTTPClient sends the requests. Default: a client without timeout (the
+	// task's context bounds each call).
+	HTTPClient *http.Client
+}
+
+// LambdaInvoker invokes a function synchronously (RequestResponse).
+// The local Lambda runtime implements it.
+type LambdaInvoker interface {
+	// InvokeFunction runs functionName (the bare function name, without
+	// ARN or qualifier) with payload. result is the function's JSON result.
+	// fnErr reports an error returned or raised by the function itself
+	// (Lambda's "FunctionError"). err reports an invocation failure: wrap
+	// ErrFunctionNotFound for an unknown function; anything else is treated
+	// as a Lambda service failure.
+	InvokeFunction(ctx context.Context, functionName string, payload []byte) (result []byte, fnErr *FunctionError, err error)
+}
+
+// FunctionError is an error reported by a function, as Lambda serialises it
+// in the response payload.
+type FunctionError struct {
+	Type       string   // errorType, e.g. "InsufficientFunds"
+	Message    string   // errorMessage
+	StackTrace []string // stackTrace, optional
+}
+
+func (e *FunctionError) Error() string { return e.Type + ": " + e.Message }
+
+// ErrFunctionNotFound is wrapped by LambdaInvoker errors for functions that
+// do not exist.
+var ErrFunctionNotFound = errors.New("function not found")
+
+// Publisher delivers an EventBridge event (the full event envelope as JSON).
+// The local event bus implements it.
+type Publisher interface {
+	Publish(ctx context.Context, event []byte) error
+}
+
+func (c Config) withDefaults() Config {
+	if c.Region == "" {
+		c.Region = DefaultRegion
+	}
+	if c.AccountID == "" {
+		c.AccountID = DefaultAccountID
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.DynamoDB.AccessKeyID == "" {
+		c.DynamoDB.AccessKeyID = "local"
+	}
+	if c.DynamoDB.SecretAccessKey == "" {
+		c.DynamoDB.SecretAccessKey = "local"
+	}
+	if c.DynamoDB.HTTPClient == nil {
+		c.DynamoDB.HTTPClient = &http.Client{}
+	}
+	return c
+}
