@@ -1,0 +1,194 @@
+package cfn
+
+import (
+	"time"
+)
+
+// SAM defaults for AWS::Serverless::Function.
+const (
+	DefaultFunctionTimeout    = 3 * time.Second
+	DefaultFunctionMemorySize = 128
+	DefaultArchitecture       = "x86_64"
+)
+
+// Function is an AWS::Serverless::Function with Globals.Function merged in.
+type Function struct {
+	LogicalID string
+	// Name is the function name: FunctionName, or the logical ID.
+	Name string
+	// CodeUri is the code location as written, relative to the template's
+	// directory.
+	CodeUri string
+	Handler string
+	Runtime string
+	// Architectures defaults to [x86_64].
+	Architectures []string
+	// Timeout defaults to 3 s and MemorySize to 128 MB, as in SAM.
+	Timeout    time.Duration
+	MemorySize int
+	// Environment holds the resolved Environment.Variables.
+	Environment map[string]string
+	// Events by event name.
+	Events map[string]Event
+}
+
+// Event is one entry of a function's Events.
+type Event struct {
+	Type string
+	// Properties with intrinsic functions resolved.
+	Properties map[string]any
+}
+
+// Functions returns the template's AWS::Serverless::Function resources
+// (those whose condition holds) in document order.
+func (t *Template) Functions(env Env) ([]Function, error) {
+	r, err := NewResolver(t, env)
+	if err != nil {
+		return nil, err
+	}
+	var out []Function
+	for _, res := range t.ResourcesOfType(TypeServerlessFunc) {
+		ok, err := r.Exists(res)
+		if err != nil {
+			return nil, r.wrapAt(res.Properties, err)
+		}
+		if !ok {
+			continue
+		}
+		f, err := r.function(res)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func (r *Resolver) function(res *Resource) (Function, error) {
+	f := Function{
+		LogicalID:     res.LogicalID,
+		Timeout:       DefaultFunctionTimeout,
+		MemorySize:    DefaultFunctionMemorySize,
+		Architectures: []string{DefaultArchitecture},
+		Environment:   map[string]string{},
+		Events:        map[string]Event{},
+	}
+	var err error
+	if f.Name, err = r.PhysicalName(res); err != nil {
+		return Function{}, err
+	}
+	p := res.Properties
+	if n := p.Get("CodeUri"); n != nil {
+		v, err := r.Value(n)
+		if err != nil {
+			return Function{}, err
+		}
+		s, ok := v.(string)
+		if !ok {
+			return Function{}, r.unsupported(n, "CodeUri that is not a local path")
+		}
+		f.CodeUri = s
+	}
+	for key, dst := range map[string]*string{"Handler": &f.Handler, "Runtime": &f.Runtime} {
+		if n := p.Get(key); n != nil {
+			if *dst, err = r.String(n); err != nil {
+				return Function{}, err
+			}
+		}
+	}
+	if n := p.Get("Timeout"); n != nil {
+		secs, err := r.integer(n, "Timeout")
+		if err != nil {
+			return Function{}, err
+		}
+		f.Timeout = time.Duration(secs) * time.Second
+	}
+	if n := p.Get("MemorySize"); n != nil {
+		mb, err := r.integer(n, "MemorySize")
+		if err != nil {
+			return Function{}, err
+		}
+		f.MemorySize = int(mb)
+	}
+	if n := p.Get("Architectures"); n != nil {
+		if f.Architectures, err = r.stringList(n, "Architectures"); err != nil {
+			return Function{}, err
+		}
+	}
+	if vars := p.Get("Environment").Get("Variables"); vars != nil {
+		if vars.Kind != KindMapping {
+			return Function{}, r.errAt(vars, ErrInvalid, "Environment.Variables must be a mapping")
+		}
+		for _, k := range vars.Keys {
+			v, err := r.Value(vars.Get(k))
+			if err != nil {
+				return Function{}, err
+			}
+			if v == nil {
+				continue // AWS::NoValue
+			}
+			s, ok := stringify(v)
+			if !ok {
+				return Function{}, r.errAt(vars.Get(k), ErrInvalid, "environment variable %s must be a string, got %s", k, describe(v))
+			}
+			f.Environment[k] = s
+		}
+	}
+	if events := p.Get("Events"); events != nil {
+		if events.Kind != KindMapping {
+			return Function{}, r.errAt(events, ErrInvalid, "Events must be a mapping")
+		}
+		for _, name := range events.Keys {
+			en := events.Get(name)
+			typ, ok := en.Get("Type").Str()
+			if !ok {
+				return Function{}, r.errAt(en, ErrInvalid, "event %s needs a Type", name)
+			}
+			props, err := r.Value(en.Get("Properties"))
+			if err != nil {
+				return Function{}, err
+			}
+			m, _ := props.(map[string]any)
+			if m == nil {
+				if props != nil {
+					return Function{}, r.errAt(en.Get("Properties"), ErrInvalid, "event Properties must be a mapping")
+				}
+				m = map[string]any{}
+			}
+			f.Events[name] = Event{Type: typ, Properties: m}
+		}
+	}
+	return f, nil
+}
+
+func (r *Resolver) integer(n *Node, what string) (int64, error) {
+	v, err := r.Value(n)
+	if err != nil {
+		return 0, err
+	}
+	i, ok := toInt(v)
+	if !ok {
+		return 0, r.errAt(n, ErrInvalid, "%s must be an integer, got %v", what, v)
+	}
+	return i, nil
+}
+
+func (r *Resolver) stringList(n *Node, what string) ([]string, error) {
+	v, err := r.Value(n)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, r.errAt(n, ErrInvalid, "%s must be a list, got %s", what, describe(v))
+	}
+	out := make([]string, len(l))
+	for i, it := range l {
+		s, ok := stringify(it)
+		if !ok {
+			return nil, r.errAt(n, ErrInvalid, "%s[%d] must be a string, got %s", what, i, describe(it))
+		}
+		out[i] = s
+	}
+	return out, nil
+}
