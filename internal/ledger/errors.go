@@ -1,0 +1,131 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Class says how the workflow treats a failed leg.
+type Class int
+
+const (
+	// ClassTransient: the ledger could not be reached or the transaction
+	// lost a race (throttling, TransactionConflict, network, an unexpected
+	// service answer). Nothing is known to have changed; retry the leg.
+	// Errors the package does not know are transient, so callers fail
+	// closed.
+	ClassTransient Class = iota
+	// ClassBusiness: a business rule rejected the leg (insufficient funds,
+	// unknown or closed account, currency mismatch). The leg wrote nothing
+	// and retrying it gives the same answer; the transfer fails (after a
+	// refund when the debit already committed).
+	ClassBusiness
+	// ClassTerminal: the leg may not run at all: its idempotency record
+	// fences it, the transfer's other ledger entries exclude it, or the
+	// leg is malformed. The leg wrote nothing; do not retry it. Whoever
+	// settles the transfer decides from the ledger entries (TransferEntries),
+	// not from this error.
+	ClassTerminal
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassTransient:
+		return "transient"
+	case ClassBusiness:
+		return "business"
+	case ClassTerminal:
+		return "terminal"
+	default:
+		return fmt.Sprintf("Class(%d)", int(c))
+	}
+}
+
+// Error is a domain error of the ledger. The package's sentinels are
+// *Error values; match them with errors.Is and read the class with
+// ClassOf.
+type Error struct {
+	msg   string
+	class Class
+}
+
+func (e *Error) Error() string { return e.msg }
+
+// Class is the error's class.
+func (e *Error) Class() Class { return e.class }
+
+// Business rule failures (ClassBusiness).
+var (
+	ErrInsufficientFunds = &Error{"insufficient funds", ClassBusiness}
+	ErrAccountNotFound   = &Error{"account not found", ClassBusiness}
+	ErrCurrencyMismatch  = &Error{"currency mismatch", ClassBusiness}
+	ErrAccountClosed     = &Error{"account closed", ClassBusiness}
+)
+
+// Terminal failures (ClassTerminal).
+var (
+	// ErrFenced: the idempotency record is missing, belongs to another
+	// transfer, or is in a status that does not allow this leg (DEBIT and
+	// CREDIT need IN_PROGRESS; REFUND needs IN_PROGRESS or RECONCILING).
+	ErrFenced = &Error{"transfer fenced", ClassTerminal}
+	// ErrDebitMissing: a CREDIT whose transfer has no matching DEBIT entry
+	// (same transfer, source, destination, amount and currency).
+	ErrDebitMissing = &Error{"no matching debit", ClassTerminal}
+	// ErrNothingToRefund: a REFUND whose transfer has no matching DEBIT
+	// entry.
+	ErrNothingToRefund = &Error{"nothing to refund", ClassTerminal}
+	// ErrAlreadyRefunded: a CREDIT whose transfer's debit was refunded.
+	ErrAlreadyRefunded = &Error{"transfer already refunded", ClassTerminal}
+	// ErrAlreadyCredited: a REFUND whose transfer was credited to the
+	// destination: the transfer completed and there is nothing to reverse.
+	ErrAlreadyCredited = &Error{"transfer already credited", ClassTerminal}
+	// ErrInvalidInput: the request is malformed; nothing was sent to
+	// DynamoDB. The error is an *InvalidInputError naming the field.
+	ErrInvalidInput = &Error{"invalid input", ClassTerminal}
+)
+
+// ErrUnavailable wraps infrastructure failures (ClassTransient) after the
+// SDK's own retries: throttling, TransactionConflict, network errors,
+// unexpected service answers. The SDK error stays in the chain for
+// errors.As.
+var ErrUnavailable = &Error{"ledger unavailable", ClassTransient}
+
+// InvalidInputError reports a malformed request. It matches
+// ErrInvalidInput with errors.Is.
+type InvalidInputError struct {
+	// Field is the Go name of the offending field (for example "Amount",
+	// "Currency", "AccountID").
+	Field   string
+	Problem string
+}
+
+func (e *InvalidInputError) Error() string {
+	return "invalid input: " + e.Field + ": " + e.Problem
+}
+
+// Unwrap makes the error match ErrInvalidInput.
+func (e *InvalidInputError) Unwrap() error { return ErrInvalidInput }
+
+// ClassOf returns the class of err: the class of the first *Error in its
+// chain, ClassTransient when there is none.
+func ClassOf(err error) Class {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.class
+	}
+	return ClassTransient
+}
+
+// IsBusiness reports whether err is a business rule failure: the leg wrote
+// nothing and the transfer fails.
+func IsBusiness(err error) bool { return err != nil && ClassOf(err) == ClassBusiness }
+
+// unavailable wraps an infrastructure error so that it matches
+// ErrUnavailable and still exposes the SDK error to errors.As.
+func unavailable(err error) error {
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+func invalid(field, problem string) error {
+	return &InvalidInputError{Field: field, Problem: problem}
+}

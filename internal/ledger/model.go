@@ -1,0 +1,274 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Kind is a ledger leg of a transfer.
+type Kind string
+
+// Leg kinds. A transfer debits the source, then credits the destination;
+// when the credit cannot happen the debit is refunded to the source.
+const (
+	Debit  Kind = "DEBIT"
+	Credit Kind = "CREDIT"
+	Refund Kind = "REFUND"
+)
+
+// Kinds lists the leg kinds.
+var Kinds = []Kind{Debit, Credit, Refund}
+
+// Valid reports whether k is a known leg kind.
+func (k Kind) Valid() bool { return k == Debit || k == Credit || k == Refund }
+
+// verb names the leg in error messages ("debit t-1: ...").
+func (k Kind) verb() string { return strings.ToLower(string(k)) }
+
+// AccountStatus is the status of an account.
+type AccountStatus string
+
+// Account statuses. Only OPEN accounts take postings.
+const (
+	AccountOpen   AccountStatus = "OPEN"
+	AccountClosed AccountStatus = "CLOSED"
+)
+
+// Limits on identifiers, well inside DynamoDB's key size limits.
+const (
+	maxIDBytes        = 255
+	maxRecordKeyBytes = 1024
+)
+
+// Leg is one posting a leg worker asks for.
+type Leg struct {
+	Kind Kind
+	// TransferID is the transfer's id, the idempotency record's resourceId.
+	TransferID string
+	// RecordKey is the idempotency record's partition key (pk).
+	RecordKey string
+	// AccountID is the account posted to: the source for DEBIT and REFUND,
+	// the destination for CREDIT.
+	AccountID string
+	// CounterpartyAccountID is the transfer's other account: the
+	// destination for DEBIT and REFUND, the source for CREDIT.
+	CounterpartyAccountID string
+	// Amount is the transfer's amount in minor units, always positive;
+	// the entry's sign follows from Kind.
+	Amount int64
+	// Currency is the ISO 4217 code, three upper-case letters.
+	Currency string
+}
+
+// Validate checks the leg without touching DynamoDB. It returns an
+// *InvalidInputError.
+func (l Leg) Validate() error {
+	if !l.Kind.Valid() {
+		return invalid("Kind", fmt.Sprintf("%q is not DEBIT, CREDIT or REFUND", string(l.Kind)))
+	}
+	if err := checkID("TransferID", l.TransferID, maxIDBytes); err != nil {
+		return err
+	}
+	if err := checkID("RecordKey", l.RecordKey, maxRecordKeyBytes); err != nil {
+		return err
+	}
+	if err := checkID("AccountID", l.AccountID, maxIDBytes); err != nil {
+		return err
+	}
+	if err := checkID("CounterpartyAccountID", l.CounterpartyAccountID, maxIDBytes); err != nil {
+		return err
+	}
+	if l.AccountID == l.CounterpartyAccountID {
+		return invalid("CounterpartyAccountID", "must differ from AccountID")
+	}
+	if l.Amount <= 0 {
+		return invalid("Amount", "must be a positive number of minor units")
+	}
+	return checkCurrency("Currency", l.Currency)
+}
+
+// signed is the entry amount: negative for a debit.
+func (l Leg) signed() int64 {
+	if l.Kind == Debit {
+		return -l.Amount
+	}
+	return l.Amount
+}
+
+// source and destination of the transfer the leg belongs to.
+func (l Leg) source() string {
+	if l.Kind == Credit {
+		return l.CounterpartyAccountID
+	}
+	return l.AccountID
+}
+
+func (l Leg) destination() string {
+	if l.Kind == Credit {
+		return l.AccountID
+	}
+	return l.CounterpartyAccountID
+}
+
+func checkID(field, v string, maxBytes int) error {
+	switch {
+	case v == "":
+		return invalid(field, "must not be empty")
+	case len(v) > maxBytes:
+		return invalid(field, fmt.Sprintf("must be at most %d bytes", maxBytes))
+	case !utf8.ValidString(v):
+		return invalid(field, "must be valid UTF-8")
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return invalid(field, "must not contain control characters")
+		}
+	}
+	return nil
+}
+
+func checkCurrency(field, c string) error {
+	if len(c) != 3 {
+		return invalid(field, fmt.Sprintf("%q is not a three-letter ISO 4217 code", c))
+	}
+	for i := range len(c) {
+		if c[i] < 'A' || c[i] > 'Z' {
+			return invalid(field, fmt.Sprintf("%q is not a three-letter ISO 4217 code", c))
+		}
+	}
+	return nil
+}
+
+// Entry is a posted ledger entry: one per (account, transfer, leg).
+type Entry struct {
+	AccountID  string `json:"accountId"`
+	TransferID string `json:"transferId"`
+	Kind       Kind   `json:"leg"`
+	// Amount is signed: negative for DEBIT, positive for CREDIT and REFUND.
+	Amount                int64     `json:"amount"`
+	Currency              string    `json:"currency"`
+	CounterpartyAccountID string    `json:"counterpartyAccountId"`
+	PostedAt              time.Time `json:"postedAt"`
+	// Replayed is set by Post when the leg had already committed and the
+	// stored entry is returned; it is not stored or serialised.
+	Replayed bool `json:"-"`
+}
+
+// Account is an account with its balance.
+type Account struct {
+	ID       string        `json:"accountId"`
+	Currency string        `json:"currency"`
+	Balance  int64         `json:"balance"`
+	Status   AccountStatus `json:"status"`
+	// CreatedAt is when the account was opened.
+	CreatedAt time.Time `json:"createdAt"`
+	// Version counts the account's balance changes.
+	Version int64 `json:"version"`
+}
+
+// Attribute names and key layout of LedgerTable.
+const (
+	attrPK        = "pk"
+	attrSK        = "sk"
+	attrCurrency  = "currency"
+	attrBalance   = "balance"
+	attrStatus    = "status"
+	attrVersion   = "version"
+	attrAmount    = "amount"
+	attrCounter   = "counterpartyAccountId"
+	attrPostedAt  = "postedAt"
+	indexByPosted = "ByPostedAt"
+
+	accountPrefix = "ACCOUNT#"
+	accountSK     = "ACCOUNT"
+	legPrefix     = "LEG#"
+)
+
+// postedAtLayout is RFC 3339 with a fixed nine-digit fraction, UTC. A
+// fixed width keeps the lexical order of postedAt equal to time order
+// (time.RFC3339Nano trims trailing zeros, which would not).
+const postedAtLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// createdAtLayout is RFC 3339 with milliseconds, UTC.
+const createdAtLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func accountPK(accountID string) string { return accountPrefix + accountID }
+
+func entrySK(transferID string, k Kind) string {
+	return legPrefix + transferID + "#" + string(k)
+}
+
+// accountItem is an account as stored in LedgerTable.
+type accountItem struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	AccountID string `dynamodbav:"accountId"`
+	Currency  string `dynamodbav:"currency"`
+	Balance   int64  `dynamodbav:"balance"`
+	Status    string `dynamodbav:"status"`
+	CreatedAt string `dynamodbav:"createdAt"`
+	Version   int64  `dynamodbav:"version"`
+}
+
+func (it accountItem) account() (Account, error) {
+	created, err := time.Parse(time.RFC3339, it.CreatedAt)
+	if err != nil {
+		return Account{}, fmt.Errorf("account %s: createdAt %q: %w", it.AccountID, it.CreatedAt, err)
+	}
+	return Account{
+		ID:        it.AccountID,
+		Currency:  it.Currency,
+		Balance:   it.Balance,
+		Status:    AccountStatus(it.Status),
+		CreatedAt: created,
+		Version:   it.Version,
+	}, nil
+}
+
+// entryItem is a ledger entry as stored in LedgerTable.
+type entryItem struct {
+	PK                    string `dynamodbav:"pk"`
+	SK                    string `dynamodbav:"sk"`
+	AccountID             string `dynamodbav:"accountId"`
+	TransferID            string `dynamodbav:"transferId"`
+	Leg                   string `dynamodbav:"leg"`
+	Amount                int64  `dynamodbav:"amount"`
+	Currency              string `dynamodbav:"currency"`
+	CounterpartyAccountID string `dynamodbav:"counterpartyAccountId"`
+	// PostedAt is the time, then "#" transferId "#" leg: the sort key of
+	// ByPostedAt, ordered by time and unique within the account.
+	PostedAt string `dynamodbav:"postedAt"`
+}
+
+func newEntryItem(l Leg, now time.Time) entryItem {
+	return entryItem{
+		PK:                    accountPK(l.AccountID),
+		SK:                    entrySK(l.TransferID, l.Kind),
+		AccountID:             l.AccountID,
+		TransferID:            l.TransferID,
+		Leg:                   string(l.Kind),
+		Amount:                l.signed(),
+		Currency:              l.Currency,
+		CounterpartyAccountID: l.CounterpartyAccountID,
+		PostedAt:              now.UTC().Format(postedAtLayout) + "#" + l.TransferID + "#" + string(l.Kind),
+	}
+}
+
+func (it entryItem) entry() (Entry, error) {
+	ts, _, _ := strings.Cut(it.PostedAt, "#")
+	posted, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return Entry{}, fmt.Errorf("entry %s/%s: postedAt %q: %w", it.PK, it.SK, it.PostedAt, err)
+	}
+	return Entry{
+		AccountID:             it.AccountID,
+		TransferID:            it.TransferID,
+		Kind:                  Kind(it.Leg),
+		Amount:                it.Amount,
+		Currency:              it.Currency,
+		CounterpartyAccountID: it.CounterpartyAccountID,
+		PostedAt:              posted,
+	}, nil
+}

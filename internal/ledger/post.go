@@ -1,0 +1,403 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/transfers/idempotency"
+)
+
+// Positions of the items in a leg's transaction; CancellationReasons are
+// read by these indexes.
+const (
+	idxFence   = iota // ConditionCheck: the idempotency record allows the leg
+	idxEntry          // Put: the leg's entry, if it does not exist yet
+	idxAccount        // Update: the account's balance and version
+	// CREDIT and REFUND only.
+	idxDebit     // ConditionCheck: the transfer's matching DEBIT entry exists
+	idxExclusive // ConditionCheck: CREDIT: no REFUND entry; REFUND: no CREDIT entry
+)
+
+// Cancellation reason codes of TransactWriteItems.
+const (
+	codeNone                   = "None"
+	codeConditionalCheckFailed = "ConditionalCheckFailed"
+)
+
+// plan is one leg's transaction.
+type plan struct {
+	leg   Leg
+	entry entryItem
+	items []types.TransactWriteItem
+}
+
+// Post posts one leg with exactly one TransactWriteItems:
+//
+//   - the idempotency record {pk: RecordKey} has resourceId = TransferID and
+//     status IN_PROGRESS (IN_PROGRESS or RECONCILING for a REFUND, which the
+//     reaper drives after fencing the record);
+//   - the entry (account, transfer, leg) is put if it does not exist;
+//   - the account's balance moves by the signed amount and its version by
+//     one, if it exists, is OPEN, is in the leg's currency and, for a
+//     DEBIT, holds at least the amount;
+//   - CREDIT: the source's matching DEBIT entry exists and its REFUND entry
+//     does not; REFUND: the source's matching DEBIT entry exists and the
+//     destination's CREDIT entry does not. So a credit never exists without
+//     its debit, and credit and refund exclude each other.
+//
+// A leg whose entry already exists returns the stored entry with Replayed
+// set, whatever else changed since: the leg committed once and moves
+// nothing again. Otherwise a failed condition is reported as the matching
+// sentinel (see errors.go) and nothing is written. Errors are wrapped as
+// "<leg> <transferId>: ...".
+func (l *Ledger) Post(ctx context.Context, leg Leg) (Entry, error) {
+	e, err := l.post(ctx, leg)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%s %s: %w", leg.Kind.verb(), leg.TransferID, err)
+	}
+	return e, nil
+}
+
+func (l *Ledger) post(ctx context.Context, leg Leg) (Entry, error) {
+	if err := leg.Validate(); err != nil {
+		return Entry{}, err
+	}
+	p, err := l.plan(leg)
+	if err != nil {
+		return Entry{}, err
+	}
+	_, err = l.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: p.items})
+	if err != nil {
+		return l.resolve(ctx, p, err)
+	}
+	e, err := p.entry.entry()
+	if err != nil {
+		// The entry was built here from a validated leg and a clock;
+		// it always parses.
+		return Entry{}, unavailable(err)
+	}
+	return e, nil
+}
+
+func (l *Ledger) plan(leg Leg) (plan, error) {
+	p := plan{leg: leg, entry: newEntryItem(leg, l.now())}
+
+	fence, err := l.fenceCheck(leg)
+	if err != nil {
+		return plan{}, err
+	}
+	put, err := l.entryPut(p.entry)
+	if err != nil {
+		return plan{}, err
+	}
+	update, err := l.accountUpdate(leg)
+	if err != nil {
+		return plan{}, err
+	}
+	p.items = []types.TransactWriteItem{idxFence: fence, idxEntry: put, idxAccount: update}
+
+	if leg.Kind == Debit {
+		return p, nil
+	}
+	debit, err := l.debitCheck(leg)
+	if err != nil {
+		return plan{}, err
+	}
+	// The entry that excludes this leg: a credit is impossible once the
+	// debit was refunded, a refund once the destination was credited.
+	excl := key(accountPK(leg.source()), entrySK(leg.TransferID, Refund))
+	if leg.Kind == Refund {
+		excl = key(accountPK(leg.destination()), entrySK(leg.TransferID, Credit))
+	}
+	absent, err := l.absentCheck(excl)
+	if err != nil {
+		return plan{}, err
+	}
+	p.items = append(p.items, debit, absent)
+	return p, nil
+}
+
+// fenceCheck: the idempotency record allows this leg of this transfer.
+func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
+	status := expression.Name(idempotency.AttrStatus)
+	inProgress := expression.Value(string(idempotency.StatusInProgress))
+	allowed := status.In(inProgress)
+	if leg.Kind == Refund {
+		allowed = status.In(inProgress, expression.Value(string(idempotency.StatusReconciling)))
+	}
+	cond := allowed.And(expression.Name(idempotency.AttrResourceID).Equal(expression.Value(leg.TransferID)))
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("build fence condition: %w", err)
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: aws.String(l.idempotency),
+		Key: map[string]types.AttributeValue{
+			idempotency.AttrKey: &types.AttributeValueMemberS{Value: leg.RecordKey},
+		},
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		// The old record only words the error (its status); the decision
+		// is made from the reason's code.
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, nil
+}
+
+// entryPut puts the entry unless it exists; when it does, ALL_OLD returns
+// the stored entry in the cancellation reason.
+func (l *Ledger) entryPut(it entryItem) (types.TransactWriteItem, error) {
+	item, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("marshal entry: %w", err)
+	}
+	expr, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(attrPK))).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("build entry condition: %w", err)
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName:                           aws.String(l.ledger),
+		Item:                                item,
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, nil
+}
+
+// accountUpdate moves the balance; ALL_OLD returns the account as it was
+// when the condition failed, from which the business error is decided.
+func (l *Ledger) accountUpdate(leg Leg) (types.TransactWriteItem, error) {
+	cond := expression.AttributeExists(expression.Name(attrPK)).And(
+		expression.Name(attrCurrency).Equal(expression.Value(leg.Currency)))
+	if leg.Kind != Refund {
+		// A refund returns money to where it came from, so closing an
+		// account never strands a transfer's debit in flight.
+		cond = cond.And(expression.Name(attrStatus).Equal(expression.Value(string(AccountOpen))))
+	}
+	if leg.Kind == Debit {
+		cond = cond.And(expression.Name(attrBalance).GreaterThanEqual(expression.Value(leg.Amount)))
+	}
+	update := expression.Add(expression.Name(attrBalance), expression.Value(leg.signed())).
+		Add(expression.Name(attrVersion), expression.Value(1))
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("build account update: %w", err)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                           aws.String(l.ledger),
+		Key:                                 key(accountPK(leg.AccountID), accountSK),
+		UpdateExpression:                    expr.Update(),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, nil
+}
+
+// debitCheck: the transfer's DEBIT entry exists and matches the leg (same
+// amount, currency and destination), so a credit or refund can never move
+// more than was debited.
+func (l *Ledger) debitCheck(leg Leg) (types.TransactWriteItem, error) {
+	cond := expression.AttributeExists(expression.Name(attrPK)).And(
+		expression.Name(attrAmount).Equal(expression.Value(-leg.Amount)),
+		expression.Name(attrCurrency).Equal(expression.Value(leg.Currency)),
+		expression.Name(attrCounter).Equal(expression.Value(leg.destination())),
+	)
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("build debit condition: %w", err)
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                           aws.String(l.ledger),
+		Key:                                 key(accountPK(leg.source()), entrySK(leg.TransferID, Debit)),
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, nil
+}
+
+// absentCheck: the item does not exist.
+func (l *Ledger) absentCheck(k map[string]types.AttributeValue) (types.TransactWriteItem, error) {
+	expr, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(attrPK))).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("build absence condition: %w", err)
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                aws.String(l.ledger),
+		Key:                      k,
+		ConditionExpression:      expr.Condition(),
+		ExpressionAttributeNames: expr.Names(),
+	}}, nil
+}
+
+// resolve decides the outcome of a failed transaction from its
+// cancellation reasons, read by index.
+//
+// DynamoDB Local (3.3.1) returns, like DynamoDB, one reason per item, a
+// reason for every failed condition, and the ALL_OLD item of a failed Put,
+// Update or ConditionCheck in the reason (an empty item when none exists).
+// Where an Item is absent anyway, the entry is read back with a strongly
+// consistent GetItem.
+func (l *Ledger) resolve(ctx context.Context, p plan, err error) (Entry, error) {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return Entry{}, unavailable(err)
+	}
+	reasons := tce.CancellationReasons
+	if len(reasons) != len(p.items) {
+		return Entry{}, unavailable(fmt.Errorf("%d cancellation reasons for %d transaction items: %w", len(reasons), len(p.items), err))
+	}
+
+	// The entry exists: the leg committed before. Report it, whatever the
+	// other reasons say (the record may have moved on, the balance may no
+	// longer cover the amount).
+	if reasonCode(reasons[idxEntry]) == codeConditionalCheckFailed {
+		return l.stored(ctx, p, reasons[idxEntry].Item)
+	}
+
+	// TransactionConflict, ThrottlingError, ProvisionedThroughputExceeded,
+	// ValidationError, ...: nothing is decided; the caller retries.
+	for i, r := range reasons {
+		switch c := reasonCode(r); c {
+		case codeNone, codeConditionalCheckFailed:
+		default:
+			return Entry{}, unavailable(fmt.Errorf("transaction item %d: %s: %w", i, c, err))
+		}
+	}
+
+	cause := p.conditionFailure(reasons)
+	if cause == nil {
+		return Entry{}, unavailable(fmt.Errorf("transaction cancelled without a failed condition: %w", err))
+	}
+
+	// DynamoDB reports a reason per item but does not promise to evaluate
+	// every condition once one has failed, so "None" on the entry does not
+	// prove it is absent. A leg committed if and only if its entry exists:
+	// confirm with a strongly consistent read before reporting a failure
+	// for a leg that may in fact have committed (a retried debit whose
+	// first attempt drained the balance, say). Failures only: the success
+	// path stays one call.
+	e, found, rerr := l.getEntry(ctx, p.entry.PK, p.entry.SK)
+	switch {
+	case rerr != nil:
+		return Entry{}, rerr
+	case found:
+		e.Replayed = true
+		return e, nil
+	}
+	return Entry{}, cause
+}
+
+// stored returns the committed entry from the cancellation reason's ALL_OLD
+// item, or reads it when the reason carries none.
+func (l *Ledger) stored(ctx context.Context, p plan, item map[string]types.AttributeValue) (Entry, error) {
+	var (
+		e   Entry
+		err error
+	)
+	if len(item) > 0 {
+		e, err = decodeEntry(item)
+	} else {
+		var found bool
+		e, found, err = l.getEntry(ctx, p.entry.PK, p.entry.SK)
+		if err == nil && !found {
+			err = unavailable(errors.New("entry reported as existing is not found"))
+		}
+	}
+	if err != nil {
+		return Entry{}, err
+	}
+	e.Replayed = true
+	return e, nil
+}
+
+// conditionFailure maps the failed conditions to a domain error, the most
+// fundamental first: the fence, then the transfer's other entries, then the
+// account. nil means no condition failed.
+func (p plan) conditionFailure(reasons []types.CancellationReason) error {
+	failed := func(i int) bool {
+		return i < len(reasons) && reasonCode(reasons[i]) == codeConditionalCheckFailed
+	}
+	switch {
+	case failed(idxFence):
+		return fenceError(p.leg, reasons[idxFence].Item)
+	case failed(idxDebit):
+		return debitError(p.leg, reasons[idxDebit].Item)
+	case failed(idxExclusive):
+		if p.leg.Kind == Credit {
+			return ErrAlreadyRefunded
+		}
+		return ErrAlreadyCredited
+	case failed(idxAccount):
+		return accountError(p.leg, reasons[idxAccount].Item)
+	}
+	return nil
+}
+
+func fenceError(leg Leg, item map[string]types.AttributeValue) error {
+	if len(item) == 0 {
+		return fmt.Errorf("%w: idempotency record not found", ErrFenced)
+	}
+	var rec idempotency.Record
+	if err := attributevalue.UnmarshalMap(item, &rec); err != nil {
+		return fmt.Errorf("%w: idempotency record unreadable: %v", ErrFenced, err)
+	}
+	if rec.ResourceID != leg.TransferID {
+		return fmt.Errorf("%w: idempotency record belongs to another transfer", ErrFenced)
+	}
+	return fmt.Errorf("%w: idempotency record is %s", ErrFenced, rec.Status)
+}
+
+func debitError(leg Leg, item map[string]types.AttributeValue) error {
+	sentinel := ErrDebitMissing
+	if leg.Kind == Refund {
+		sentinel = ErrNothingToRefund
+	}
+	if len(item) == 0 {
+		return fmt.Errorf("%w: account %s has no debit for the transfer", sentinel, leg.source())
+	}
+	var it entryItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return unavailable(fmt.Errorf("decode debit entry: %w", err))
+	}
+	return fmt.Errorf("%w: the debit is %d %s to %s, the %s is %d %s to %s", sentinel,
+		-it.Amount, it.Currency, it.CounterpartyAccountID,
+		leg.Kind.verb(), leg.Amount, leg.Currency, leg.destination())
+}
+
+// accountError decides why the account update's condition failed from the
+// account as it was (ALL_OLD).
+func accountError(leg Leg, item map[string]types.AttributeValue) error {
+	if len(item) == 0 {
+		return fmt.Errorf("account %s: %w", leg.AccountID, ErrAccountNotFound)
+	}
+	var it accountItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return unavailable(fmt.Errorf("decode account %s: %w", leg.AccountID, err))
+	}
+	switch {
+	case it.Currency != leg.Currency:
+		return fmt.Errorf("account %s: %w: the account holds %s, the transfer is in %s",
+			leg.AccountID, ErrCurrencyMismatch, it.Currency, leg.Currency)
+	case it.Status != string(AccountOpen) && leg.Kind != Refund:
+		return fmt.Errorf("account %s: %w", leg.AccountID, ErrAccountClosed)
+	case leg.Kind == Debit && it.Balance < leg.Amount:
+		return fmt.Errorf("account %s: %w", leg.AccountID, ErrInsufficientFunds)
+	}
+	return unavailable(fmt.Errorf("account %s: update condition failed on an account that allows the posting", leg.AccountID))
+}
+
+func reasonCode(r types.CancellationReason) string {
+	if c := aws.ToString(r.Code); c != "" {
+		return c
+	}
+	return codeNone
+}
