@@ -1,0 +1,50 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/exactlyonce/transfers/internal/ledger"
+)
+
+// RecentEntryCount is how many ledger entries an account shows.
+const RecentEntryCount = 20
+
+// Accounts is the part of the ledger the API reads.
+type Accounts interface {
+	Account(ctx context.Context, accountID string) (ledger.Account, error)
+	RecentEntries(ctx context.Context, accountID string, limit int) ([]ledger.Entry, error)
+}
+
+var _ Accounts = (*ledger.Ledger)(nil)
+
+var errAccountNotFound = ledger.ErrAccountNotFound
+
+// AccountView is the account resource: balance and the newest entries.
+type AccountView struct {
+	ledger.Account
+	Entries []ledger.Entry `json:"entries"`
+}
+
+func (h *Handler) getAccount(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	id := req.PathParameters["accountId"]
+	acct, err := h.accounts.Account(ctx, id)
+	if err != nil {
+		if !errors.Is(err, ledger.ErrAccountNotFound) {
+			h.log.ErrorContext(ctx, "read account failed", "accountId", id, "error", err)
+		}
+		return problemResponse(problemFor(err), req.Path, nil)
+	}
+	entries, err := h.accounts.RecentEntries(ctx, id, RecentEntryCount)
+	if err != nil {
+		h.log.ErrorContext(ctx, "read entries failed", "accountId", id, "error", err)
+		return problemResponse(problemFor(err), req.Path, nil)
+	}
+	if entries == nil {
+		entries = []ledger.Entry{}
+	}
+	return jsonResponse(http.StatusOK, AccountView{Account: acct, Entries: entries}, nil)
+}

@@ -1,0 +1,123 @@
+// Package api is the HTTP edge of the transfers service: the orchestrator
+// Lambda's handler for API Gateway REST (Lambda proxy, payload 1.0) events.
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/exactlyonce/transfers/idempotency"
+)
+
+// Records is the part of the idempotency store the API uses.
+type Records interface {
+	Reserve(ctx context.Context, r idempotency.Reservation) (idempotency.Record, bool, error)
+	GetByRecordKey(ctx context.Context, recordKey string) (idempotency.Record, error)
+	FindByResourceID(ctx context.Context, scope, resourceID string) (idempotency.Record, error)
+}
+
+var _ Records = (*idempotency.Store)(nil)
+
+// Executions is the part of the Step Functions client the API uses.
+type Executions interface {
+	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+}
+
+var _ Executions = (*sfn.Client)(nil)
+
+// Config is the API's configuration.
+type Config struct {
+	StateMachineArn string
+	// MaxAmount caps a transfer's amount in minor units.
+	MaxAmount int64
+}
+
+// Handler serves the API.
+type Handler struct {
+	cfg        Config
+	records    Records
+	executions Executions
+	accounts   Accounts
+	newID      func() string
+	log        *slog.Logger
+}
+
+// New returns the API handler.
+func New(cfg Config, records Records, executions Executions, accounts Accounts, newID func() string, log *slog.Logger) *Handler {
+	return &Handler{cfg: cfg, records: records, executions: executions, accounts: accounts, newID: newID, log: log}
+}
+
+// Handle serves one API Gateway request.
+func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	instance := req.Path
+	scope, ok := callerScope(req.RequestContext)
+	if !ok {
+		return problemResponse(problemFor(errNoCaller), instance, nil), nil
+	}
+	var resp events.APIGatewayProxyResponse
+	switch route := req.HTTPMethod + " " + req.Resource; route {
+	case "POST /transfers":
+		resp = h.postTransfer(ctx, scope, req)
+	case "GET /transfers/{transferId}":
+		resp = h.getTransfer(ctx, scope, req)
+	case "GET /accounts/{accountId}":
+		resp = h.getAccount(ctx, req)
+	default:
+		resp = problemResponse(newProblem(http.StatusNotFound, CodeNotFound, "No such route", route), instance, nil)
+	}
+	return resp, nil
+}
+
+// header returns the single value of a header, matched case-insensitively,
+// and whether it was sent more than once with different values.
+func header(req events.APIGatewayProxyRequest, name string) (value string, conflicting bool) {
+	for k, vs := range req.MultiValueHeaders {
+		if !strings.EqualFold(k, name) || len(vs) == 0 {
+			continue
+		}
+		for _, v := range vs[1:] {
+			if v != vs[0] {
+				return "", true
+			}
+		}
+		return vs[0], false
+	}
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, name) {
+			return v, false
+		}
+	}
+	return "", false
+}
+
+func body(req events.APIGatewayProxyRequest) ([]byte, error) {
+	if req.IsBase64Encoded {
+		return base64.StdEncoding.DecodeString(req.Body)
+	}
+	return []byte(req.Body), nil
+}
+
+// basePath is the part of the public URL before the route, such as the
+// stage ("/v1") when the API is called on its execute-api URL.
+func basePath(req events.APIGatewayProxyRequest) string {
+	if p, ok := strings.CutSuffix(req.RequestContext.Path, req.Path); ok {
+		return strings.TrimSuffix(p, "/")
+	}
+	return ""
+}
+
+func jsonResponse(status int, v any, headers map[string]string) events.APIGatewayProxyResponse {
+	b, _ := json.Marshal(v) // resources are plain structs and always marshal
+	hs := map[string]string{"Content-Type": "application/json"}
+	for k, v := range headers {
+		hs[k] = v
+	}
+	return events.APIGatewayProxyResponse{StatusCode: status, Headers: hs, Body: string(b)}
+}

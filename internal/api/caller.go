@@ -1,0 +1,49 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// callerScope is the authenticated caller of a request, taken from what
+// API Gateway put in the request context, never from the body: a Lambda
+// authorizer's principalId, a Cognito user pool's subject, a Cognito
+// identity, or the IAM principal of a SigV4-signed request. Every
+// Idempotency-Key and every transfer belongs to this scope.
+//
+// An assumed-role session is scoped to its role, not to the session: a
+// client that re-assumes its role between retries keeps its keys.
+func callerScope(rc events.APIGatewayProxyRequestContext) (string, bool) {
+	if p, ok := rc.Authorizer["principalId"].(string); ok && p != "" {
+		return "authorizer:" + p, true
+	}
+	if claims, ok := rc.Authorizer["claims"].(map[string]any); ok {
+		if sub, ok := claims["sub"].(string); ok && sub != "" {
+			return "cognito-user:" + sub, true
+		}
+	}
+	if id := rc.Identity.CognitoIdentityID; id != "" {
+		return "cognito-identity:" + id, true
+	}
+	if arn := rc.Identity.UserArn; arn != "" {
+		return "iam:" + principalOf(arn), true
+	}
+	return "", false
+}
+
+// principalOf turns an assumed-role session ARN
+// (arn:aws:sts::123456789012:assumed-role/Role/session) into its role ARN
+// (arn:aws:iam::123456789012:role/Role); other ARNs are returned as they are.
+func principalOf(arn string) string {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[2] != "sts" {
+		return arn
+	}
+	res, ok := strings.CutPrefix(parts[5], "assumed-role/")
+	if !ok {
+		return arn
+	}
+	role, _, _ := strings.Cut(res, "/")
+	return "arn:" + parts[1] + ":iam::" + parts[4] + ":role/" + role
+}

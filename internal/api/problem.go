@@ -1,0 +1,130 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/transfer"
+)
+
+// Problem is an RFC 9457 problem document. Code is stable and meant for
+// programs; Title and Detail are for people.
+type Problem struct {
+	Type     string                `json:"type"`
+	Title    string                `json:"title"`
+	Status   int                   `json:"status"`
+	Detail   string                `json:"detail,omitempty"`
+	Instance string                `json:"instance,omitempty"`
+	Code     string                `json:"code"`
+	Errors   []transfer.FieldError `json:"errors,omitempty"`
+	Transfer *transfer.Transfer    `json:"transfer,omitempty"`
+}
+
+// Problem codes.
+const (
+	CodeKeyMissing      = "idempotency_key_missing"
+	CodeKeyMalformed    = "idempotency_key_malformed"
+	CodeKeyReused       = "idempotency_key_reused"
+	CodeInvalidRequest  = "invalid_request"
+	CodeBodyTooLarge    = "body_too_large"
+	CodeNotFound        = "not_found"
+	CodeUnauthenticated = "caller_unknown"
+	CodeUnavailable     = "service_unavailable"
+	CodeInternal        = "internal_error"
+)
+
+// Errors of the edge itself.
+var (
+	errNoCaller = errors.New("the request carries no authenticated caller")
+	errNotFound = errors.New("not found")
+)
+
+// problemFor maps an error to its problem document: the one place where
+// domain errors become HTTP statuses. Anything unrecognised is an
+// infrastructure failure and fails closed with 503.
+func problemFor(err error) Problem {
+	var verr *transfer.ValidationError
+	switch {
+	case errors.Is(err, idempotency.ErrKeyMissing):
+		return newProblem(http.StatusBadRequest, CodeKeyMissing, "Idempotency-Key header is required",
+			"Send an Idempotency-Key header of 1-255 printable ASCII characters, unique per transfer.")
+	case errors.Is(err, idempotency.ErrKeyMalformed):
+		return newProblem(http.StatusBadRequest, CodeKeyMalformed, "Idempotency-Key header is malformed",
+			"The Idempotency-Key must be 1-255 printable ASCII characters and sent once.")
+	case errors.Is(err, idempotency.ErrKeyReused):
+		return newProblem(http.StatusUnprocessableEntity, CodeKeyReused, "Idempotency-Key was used for a different request",
+			"This key already belongs to a transfer with a different body. Use a new key for a new transfer.")
+	case errors.Is(err, transfer.ErrBodyTooLarge):
+		return newProblem(http.StatusBadRequest, CodeBodyTooLarge, "Request body is too large",
+			"A transfer request must be at most 16 KiB.")
+	case errors.As(err, &verr):
+		p := newProblem(http.StatusBadRequest, CodeInvalidRequest, "The transfer request is invalid",
+			"See errors for each invalid field; nothing was stored.")
+		p.Errors = verr.Fields
+		return p
+	case errors.Is(err, errNotFound), errors.Is(err, idempotency.ErrNotFound), errors.Is(err, errAccountNotFound):
+		return newProblem(http.StatusNotFound, CodeNotFound, "Not found", "")
+	case errors.Is(err, errNoCaller):
+		return newProblem(http.StatusForbidden, CodeUnauthenticated, "Caller not identified",
+			"Requests must be authenticated; the caller scopes every Idempotency-Key.")
+	case errors.Is(err, transfer.ErrCorruptRecord):
+		return newProblem(http.StatusInternalServerError, CodeInternal, "Stored transfer is unreadable", "")
+	}
+	return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "Service temporarily unavailable",
+		"Nothing was lost: retry with the same Idempotency-Key after the Retry-After delay.")
+}
+
+// failureProblem is the problem of a transfer the workflow rejected.
+func failureProblem(t transfer.Transfer) Problem {
+	code, title := "transfer_failed", "The transfer failed"
+	detail := ""
+	if t.Failure != nil {
+		code, title = failureCode(t.Failure.Code)
+		detail = t.Failure.Detail
+		if t.Failure.Reversed {
+			detail = strings.TrimSpace(detail + " The debited amount was refunded to the source account.")
+		}
+	}
+	p := newProblem(http.StatusUnprocessableEntity, code, title, detail)
+	p.Transfer = &t
+	return p
+}
+
+func failureCode(name string) (code, title string) {
+	switch name {
+	case "InsufficientFunds":
+		return "insufficient_funds", "Insufficient funds in the source account"
+	case "AccountNotFound":
+		return "account_not_found", "An account of the transfer does not exist"
+	case "CurrencyMismatch":
+		return "currency_mismatch", "The currency differs from an account's currency"
+	case "AccountClosed":
+		return "account_closed", "An account of the transfer is closed"
+	}
+	return "transfer_failed", "The transfer failed"
+}
+
+func newProblem(status int, code, title, detail string) Problem {
+	return Problem{Type: "/problems/" + code, Title: title, Status: status, Detail: detail, Code: code}
+}
+
+// retryAfterSeconds is the Retry-After of a 503.
+const retryAfterSeconds = "1"
+
+func problemResponse(p Problem, instance string, extra map[string]string) events.APIGatewayProxyResponse {
+	p.Instance = instance
+	body, _ := json.Marshal(p) // a Problem always marshals
+	headers := map[string]string{"Content-Type": "application/problem+json"}
+	if p.Status == http.StatusServiceUnavailable {
+		headers["Retry-After"] = retryAfterSeconds
+	}
+	for k, v := range extra {
+		headers[k] = v
+	}
+	return events.APIGatewayProxyResponse{StatusCode: p.Status, Headers: headers, Body: string(body)}
+}

@@ -1,0 +1,136 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/transfer"
+)
+
+// HeaderReplayed marks a response answered from an earlier request's record.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// postTransfer accepts a transfer: one conditional PutItem and one
+// StartExecution for a new key, one PutItem for a duplicate.
+func (h *Handler) postTransfer(ctx context.Context, scope string, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	instance := req.Path
+	key, conflicting := header(req, "Idempotency-Key")
+	if conflicting {
+		return problemResponse(problemFor(idempotency.ErrKeyMalformed), instance, nil)
+	}
+	if err := idempotency.ValidateKey(key); err != nil {
+		return problemResponse(problemFor(err), instance, nil)
+	}
+	raw, err := body(req)
+	if err != nil {
+		return problemResponse(problemFor(&transfer.ValidationError{Fields: []transfer.FieldError{{Code: "malformed_body", Detail: "the body is not valid base64"}}}), instance, nil)
+	}
+	tr, err := transfer.ParseRequest(raw, h.cfg.MaxAmount)
+	if err != nil {
+		return problemResponse(problemFor(err), instance, nil)
+	}
+	canonical := tr.Canonical()
+	fingerprint := idempotency.Fingerprint(canonical)
+
+	rec, created, err := h.records.Reserve(ctx, idempotency.Reservation{
+		Scope: scope, Key: key, Fingerprint: fingerprint, ResourceID: h.newID(), Request: canonical,
+	})
+	if err != nil {
+		h.log.ErrorContext(ctx, "reserve failed", "error", err)
+		return problemResponse(problemFor(err), instance, nil)
+	}
+	if created {
+		return h.start(ctx, rec, basePath(req), false)
+	}
+	if err := rec.Matches(fingerprint); err != nil {
+		h.log.InfoContext(ctx, "idempotency key reused with another request", "transferId", rec.ResourceID)
+		return problemResponse(problemFor(err), instance, nil)
+	}
+	return h.replay(ctx, rec, basePath(req))
+}
+
+// replay answers a duplicate from the record its reservation returned.
+func (h *Handler) replay(ctx context.Context, rec idempotency.Record, base string) events.APIGatewayProxyResponse {
+	if rec.Status == idempotency.StatusReserved {
+		// The first request may have died between its two calls: starting
+		// again with the stored name and input is safe.
+		return h.start(ctx, rec, base, true)
+	}
+	return h.answer(rec, base, true)
+}
+
+// start starts (or finds running) the execution of rec's transfer.
+func (h *Handler) start(ctx context.Context, rec idempotency.Record, base string, replayed bool) events.APIGatewayProxyResponse {
+	input, err := transfer.NewWorkflowInput(rec)
+	if err != nil {
+		return problemResponse(problemFor(fmt.Errorf("%w: %v", transfer.ErrCorruptRecord, err)), base+"/transfers", nil)
+	}
+	_, err = h.executions.StartExecution(ctx, &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(h.cfg.StateMachineArn),
+		Name:            aws.String(rec.ResourceID),
+		Input:           aws.String(string(input)),
+	})
+	var exists *types.ExecutionAlreadyExists
+	switch {
+	case err == nil:
+	case errors.As(err, &exists):
+		// The execution has closed: its outcome is in the record.
+		fresh, gerr := h.records.GetByRecordKey(ctx, rec.Key)
+		if gerr != nil {
+			h.log.ErrorContext(ctx, "read record after closed execution", "transferId", rec.ResourceID, "error", gerr)
+			return problemResponse(problemFor(gerr), base+"/transfers", nil)
+		}
+		return h.answer(fresh, base, true)
+	default:
+		// The record stays RESERVED: the client's retry or the sweeper
+		// starts the execution.
+		h.log.ErrorContext(ctx, "start execution failed", "transferId", rec.ResourceID, "error", err)
+		return problemResponse(problemFor(err), base+"/transfers", nil)
+	}
+	return h.answer(rec, base, replayed)
+}
+
+// answer renders a transfer by its record's state: 202 while pending, 200
+// when completed, 422 with the stored problem when failed.
+func (h *Handler) answer(rec idempotency.Record, base string, replayed bool) events.APIGatewayProxyResponse {
+	t, err := transfer.FromRecord(rec)
+	if err != nil {
+		return problemResponse(problemFor(err), base+"/transfers/"+rec.ResourceID, nil)
+	}
+	location := base + "/transfers/" + rec.ResourceID
+	headers := map[string]string{"Location": location}
+	if replayed {
+		headers[HeaderReplayed] = "true"
+	}
+	switch t.Status {
+	case transfer.StatusCompleted:
+		return jsonResponse(http.StatusOK, t, headers)
+	case transfer.StatusFailed:
+		return problemResponse(failureProblem(t), location, headers)
+	}
+	return jsonResponse(http.StatusAccepted, t, headers)
+}
+
+func (h *Handler) getTransfer(ctx context.Context, scope string, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	id := req.PathParameters["transferId"]
+	rec, err := h.records.FindByResourceID(ctx, scope, id)
+	if err != nil {
+		if !errors.Is(err, idempotency.ErrNotFound) {
+			h.log.ErrorContext(ctx, "find transfer failed", "transferId", id, "error", err)
+		}
+		return problemResponse(problemFor(err), req.Path, nil)
+	}
+	t, err := transfer.FromRecord(rec)
+	if err != nil {
+		return problemResponse(problemFor(err), req.Path, nil)
+	}
+	return jsonResponse(http.StatusOK, t, nil)
+}

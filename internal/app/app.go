@@ -1,0 +1,74 @@
+// Package app wires each Lambda function: it reads the function's
+// configuration once, builds its AWS clients once and returns its handler.
+// The functions' main packages and the local runtime share this wiring, so
+// what runs locally is what is deployed.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+)
+
+// Env reads one configuration variable.
+type Env func(name string) string
+
+// Constructor builds a function's handler (a value lambda.NewHandler
+// accepts) from its environment and AWS configuration.
+type Constructor func(ctx context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error)
+
+// Functions maps each function's code folder (the last element of its
+// CodeUri in template.yaml) to its constructor.
+var Functions = map[string]Constructor{
+	"orchestrator": Orchestrator,
+	"debit":        Debit,
+	"credit":       Credit,
+	"refund":       Refund,
+	"reaper":       Reaper,
+}
+
+// Main is a function's main: it builds the handler from the process
+// environment and serves it. A configuration error ends the process with
+// the error logged, so the failed init shows in the function's logs.
+func Main(build Constructor) {
+	ctx := context.Background()
+	log := lambdacontext.NewLogger()
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Error("load AWS configuration", "error", err)
+		os.Exit(1)
+	}
+	h, err := build(ctx, os.Getenv, awsCfg, log)
+	if err != nil {
+		log.Error("configure function", "error", err)
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}
+
+func required(env Env, name string) (string, error) {
+	v := env(name)
+	if v == "" {
+		return "", fmt.Errorf("environment variable %s is required", name)
+	}
+	return v, nil
+}
+
+func positiveInt(env Env, name string, def int64) (int64, error) {
+	v := env(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("environment variable %s must be a positive integer, got %q", name, v)
+	}
+	return n, nil
+}

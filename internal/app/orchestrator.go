@@ -1,0 +1,60 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/google/uuid"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/api"
+)
+
+// Orchestrator builds the API handler. Environment: IDEMPOTENCY_TABLE,
+// LEDGER_TABLE, STATE_MACHINE_ARN, RETENTION_HOURS (default 24),
+// MAX_TRANSFER_AMOUNT (default 100000000 minor units).
+func Orchestrator(_ context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
+	h, err := NewOrchestrator(env, dynamodb.NewFromConfig(awsCfg), sfn.NewFromConfig(awsCfg), log)
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
+}
+
+// NewOrchestrator builds the API handler on the given clients.
+func NewOrchestrator(env Env, db *dynamodb.Client, executions api.Executions, log *slog.Logger) (*api.Handler, error) {
+	led, err := newLedger(env, db)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	machine, err := required(env, "STATE_MACHINE_ARN")
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	hours, err := positiveInt(env, "RETENTION_HOURS", 24)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	maxAmount, err := positiveInt(env, "MAX_TRANSFER_AMOUNT", 100000000)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	store := idempotency.NewStore(db, env("IDEMPOTENCY_TABLE"), idempotency.WithRetention(time.Duration(hours)*time.Hour))
+	return api.New(api.Config{StateMachineArn: machine, MaxAmount: maxAmount}, store, executions, led, newTransferID, log), nil
+}
+
+// newTransferID returns a time-ordered unique id (UUIDv7), a valid
+// execution name.
+func newTransferID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		// NewV7 fails only when the system's random source does.
+		return uuid.NewString()
+	}
+	return id.String()
+}
