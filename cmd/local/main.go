@@ -1,0 +1,93 @@
+// Command local serves the whole stack of template.yaml offline on one
+// machine: DynamoDB Local, the functions, the state machine, the event
+// rules and schedules, and the REST API on 127.0.0.1:3000.
+//
+// The caller of a request is the bearer token of "Authorization: Bearer
+// NAME" (default "local"): it becomes the IAM user
+// arn:aws:iam::123456789012:user/NAME in the request context, where the
+// deployed API's AWS_IAM authorizer puts the signing principal.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/local/stack"
+	"github.com/exactlyonce/transfers/internal/seed"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "local:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	port := flag.Int("port", 3000, "API port on 127.0.0.1")
+	doSeed := flag.Bool("seed", true, "open the demo accounts demo-alice and demo-bob")
+	dataDir := flag.String("data", "", "keep DynamoDB Local's data in this folder (default: in memory)")
+	verbose := flag.Bool("v", false, "log at debug level")
+	flag.Parse()
+
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	st, err := stack.Start(ctx, stack.Options{
+		APIAddr:   fmt.Sprintf("127.0.0.1:%d", *port),
+		DataDir:   *dataDir,
+		Schedules: true,
+		Logger:    log,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := st.Close(shutdown); err != nil {
+			log.Error("stop", "error", err)
+		}
+	}()
+
+	if *doSeed {
+		led, err := ledger.New(dynamodb.NewFromConfig(st.AWS), ledger.Config{
+			LedgerTable: st.Tables["LedgerTable"], IdempotencyTable: st.Tables["IdempotencyTable"],
+		})
+		if err != nil {
+			return err
+		}
+		created, err := seed.Open(ctx, led, seed.Demo)
+		if err != nil {
+			return err
+		}
+		for i, ok := range created {
+			log.Info("demo account", "accountId", seed.Demo[i].ID, "opened", ok)
+		}
+	}
+
+	fmt.Fprintf(os.Stderr, "\nAPI            %s\nDynamoDB       %s\nStep Functions %s\nTables         %v\nPress Ctrl-C to stop.\n\n",
+		st.APIURL, st.DynamoDBEndpoint, st.SFNEndpoint, st.Tables)
+	<-ctx.Done()
+	if !errors.Is(context.Cause(ctx), context.Canceled) {
+		return context.Cause(ctx)
+	}
+	fmt.Fprintln(os.Stderr, "stopping")
+	return nil
+}

@@ -1,0 +1,458 @@
+// Package stack runs the whole SAM stack of template.yaml on one machine,
+// offline: DynamoDB Local with the template's tables, the functions
+// in-process, the state machines on the local Step Functions endpoint, the
+// event rules and schedules on the local event bus, and the REST API on a
+// local HTTP server. The functions get real AWS SDK clients pointed at the
+// local endpoints through the SDK's own endpoint variables
+// (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SFN), exactly as they would
+// be configured against any other endpoint.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/exactlyonce/transfers/internal/app"
+	"github.com/exactlyonce/transfers/internal/cfn"
+	"github.com/exactlyonce/transfers/internal/local/apigw"
+	"github.com/exactlyonce/transfers/internal/local/ddblocal"
+	"github.com/exactlyonce/transfers/internal/local/eventbus"
+	"github.com/exactlyonce/transfers/internal/local/lambdarun"
+	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
+)
+
+// Options configure Start.
+type Options struct {
+	// Template is the SAM template; "" is template.yaml at the module root.
+	Template string
+	// DynamoDBEndpoint is a running DynamoDB (Local); "" starts DynamoDB
+	// Local for the stack.
+	DynamoDBEndpoint string
+	// DataDir keeps DynamoDB Local's data across restarts; "" is in memory.
+	DataDir string
+	// APIAddr is where the API listens; "" is 127.0.0.1 on a free port.
+	APIAddr string
+	// TimeScale multiplies the workflow's retry intervals and timeouts and
+	// the event bus's retry backoff; 0 means 1. Tests use a small scale.
+	TimeScale float64
+	// Schedules runs the template's schedules (the sweeper); off, only
+	// event rules run.
+	Schedules bool
+	// Parameters override the template's parameter defaults.
+	Parameters map[string]string
+	// Logger receives the runtime's and the functions' logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	// APIURL is the base URL of the REST API, e.g. http://127.0.0.1:3000.
+	APIURL string
+	// DynamoDBEndpoint and SFNEndpoint are the local service endpoints.
+	DynamoDBEndpoint string
+	SFNEndpoint      string
+	// Tables maps a table's logical ID to its name.
+	Tables map[string]string
+	// StateMachines maps a state machine's logical ID to its ARN.
+	StateMachines map[string]string
+	// AWS is a configuration whose clients reach the local endpoints.
+	AWS aws.Config
+	// SFN, Bus and Functions are the local runtime's parts.
+	SFN       *sfnlocal.Server
+	Bus       *eventbus.Bus
+	Functions *lambdarun.Registry
+
+	ddb     *ddblocal.Server
+	api     *http.Server
+	apiDone chan error
+	log     *slog.Logger
+}
+
+// Region and AccountID of the local stack.
+const (
+	Region    = "us-east-1"
+	AccountID = "123456789012"
+)
+
+// Start runs the stack. Close stops it; on error, Start stops whatever it
+// had started.
+func Start(ctx context.Context, opts Options) (st *Stack, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	st = &Stack{Tables: map[string]string{}, StateMachines: map[string]string{}, log: log}
+	defer func() {
+		if err != nil {
+			st.Close(context.Background())
+			st = nil
+		}
+	}()
+
+	tplPath, err := templatePath(opts.Template)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := cfn.Load(tplPath)
+	if err != nil {
+		return nil, err
+	}
+	env := cfn.Env{Region: Region, AccountID: AccountID, Parameters: opts.Parameters}
+
+	if st.DynamoDBEndpoint = opts.DynamoDBEndpoint; st.DynamoDBEndpoint == "" {
+		st.ddb, err = ddblocal.Start(ctx, ddblocal.Options{DataDir: opts.DataDir, Logger: log.With("component", "dynamodb-local")})
+		if err != nil {
+			return nil, err
+		}
+		st.DynamoDBEndpoint = st.ddb.Endpoint()
+	}
+
+	st.Functions = &lambdarun.Registry{}
+	st.Bus = eventbus.New(eventbus.Config{Region: Region, AccountID: AccountID, TimeScale: opts.TimeScale, Logger: log.With("component", "eventbridge")})
+	st.SFN = sfnlocal.New(sfnlocal.Config{
+		Region:    Region,
+		AccountID: AccountID,
+		DynamoDB:  sfnlocal.DynamoDBConfig{Endpoint: st.DynamoDBEndpoint},
+		Lambda:    lambdaInvoker{st.Functions},
+		Publisher: st.Bus,
+		TimeScale: opts.TimeScale,
+		Logger:    log.With("component", "stepfunctions"),
+	})
+	if st.SFNEndpoint, err = st.SFN.Listen(""); err != nil {
+		return nil, fmt.Errorf("start Step Functions endpoint: %w", err)
+	}
+
+	// The functions' SDK clients find the local endpoints the way they
+	// find any endpoint: from the environment.
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB": st.DynamoDBEndpoint,
+		"AWS_ENDPOINT_URL_SFN":      st.SFNEndpoint,
+		"AWS_REGION":                Region,
+	} {
+		os.Setenv(k, v)
+	}
+	setDefault("AWS_ACCESS_KEY_ID", "local")
+	setDefault("AWS_SECRET_ACCESS_KEY", "local")
+	if st.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	st.AWS.Logger = sdkLogger(log)
+
+	if err := st.createTables(ctx, tpl, env); err != nil {
+		return nil, err
+	}
+	if err := st.startFunctions(ctx, tpl, env, filepath.Dir(tplPath)); err != nil {
+		return nil, err
+	}
+	if err := st.startStateMachines(tpl, env, filepath.Dir(tplPath)); err != nil {
+		return nil, err
+	}
+	if err := st.startRules(tpl, env, opts.Schedules); err != nil {
+		return nil, err
+	}
+	if err := st.startAPI(tpl, env, opts.APIAddr); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func setDefault(k, v string) {
+	if os.Getenv(k) == "" {
+		os.Setenv(k, v)
+	}
+}
+
+func templatePath(p string) (string, error) {
+	if p != "" {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	root, err := ddblocal.ModuleRoot(wd)
+	if err != nil {
+		return "", fmt.Errorf("find template.yaml: %w", err)
+	}
+	return filepath.Join(root, "template.yaml"), nil
+}
+
+// createTables creates the template's tables that do not exist yet (a
+// persistent DynamoDB Local keeps them across restarts).
+func (st *Stack) createTables(ctx context.Context, tpl *cfn.Template, env cfn.Env) error {
+	tables, err := tpl.Tables(env)
+	if err != nil {
+		return err
+	}
+	client := dynamodb.NewFromConfig(st.AWS)
+	existing, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
+	if err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	have := map[string]bool{}
+	for _, n := range existing.TableNames {
+		have[n] = true
+	}
+	var missing []cfn.Table
+	for _, t := range tables {
+		name := aws.ToString(t.Input.TableName)
+		st.Tables[t.LogicalID] = name
+		if !have[name] {
+			missing = append(missing, t)
+		}
+	}
+	return cfn.CreateTables(ctx, client, missing, nil)
+}
+
+// startFunctions builds every function's handler with the same wiring the
+// deployed binary uses, with the template's environment variables.
+func (st *Stack) startFunctions(ctx context.Context, tpl *cfn.Template, env cfn.Env, dir string) error {
+	fns, err := tpl.Functions(env)
+	if err != nil {
+		return err
+	}
+	for _, f := range fns {
+		code := path.Base(strings.TrimSuffix(filepath.ToSlash(f.CodeUri), "/"))
+		build, ok := app.Functions[code]
+		if !ok {
+			return fmt.Errorf("%s: function %s: no Go handler for CodeUri %s (known: internal/app.Functions)",
+				filepath.Join(dir, "template.yaml"), f.LogicalID, f.CodeUri)
+		}
+		vars := f.Environment
+		getenv := func(k string) string { return vars[k] }
+		h, err := build(ctx, getenv, st.AWS, st.log.With("function", f.Name))
+		if err != nil {
+			return fmt.Errorf("function %s: %w", f.LogicalID, err)
+		}
+		if err := st.Functions.Register(&lambdarun.Function{
+			Name:       f.Name,
+			ARN:        lambdarun.FunctionARN(Region, AccountID, f.Name),
+			Timeout:    f.Timeout,
+			NewHandler: func() lambda.Handler { return lambda.NewHandler(h) },
+		}); err != nil {
+			return fmt.Errorf("function %s: %w", f.LogicalID, err)
+		}
+	}
+	return nil
+}
+
+func (st *Stack) startStateMachines(tpl *cfn.Template, env cfn.Env, dir string) error {
+	sms, err := tpl.StateMachines(env)
+	if err != nil {
+		return err
+	}
+	for _, sm := range sms {
+		if sm.Type != cfn.DefaultStateMachineType {
+			return fmt.Errorf("state machine %s: type %s is not supported locally (STANDARD only)", sm.LogicalID, sm.Type)
+		}
+		if err := st.SFN.AddStateMachine(sfnlocal.StateMachine{
+			Name: sm.Name, ARN: sm.ARN, RoleARN: sm.RoleArn, Definition: sm.Definition,
+			FileName: filepath.Join(dir, sm.DefinitionUri),
+		}); err != nil {
+			return err
+		}
+		st.StateMachines[sm.LogicalID] = sm.ARN
+	}
+	return nil
+}
+
+// startRules routes the template's event rules (and, when asked, its
+// schedules) to their functions.
+func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, schedules bool) error {
+	rules, err := tpl.Rules(env)
+	if err != nil {
+		return err
+	}
+	fns, err := tpl.Functions(env)
+	if err != nil {
+		return err
+	}
+	names := map[string]string{}
+	for _, f := range fns {
+		names[f.LogicalID] = f.Name
+	}
+	for _, r := range rules {
+		if !r.Enabled {
+			continue
+		}
+		target := functionTarget{st.Functions, names[r.TargetFunction]}
+		if r.ScheduleExpression != "" {
+			if schedules {
+				if err := st.Bus.AddSchedule(r.Name, r.ScheduleExpression, target); err != nil {
+					return fmt.Errorf("schedule %s: %w", r.LogicalID, err)
+				}
+			}
+			continue
+		}
+		pattern, err := eventbus.Compile(r.Pattern)
+		if err != nil {
+			return fmt.Errorf("rule %s: %w", r.LogicalID, err)
+		}
+		var policy eventbus.RetryPolicy
+		if r.RetryPolicy != nil {
+			policy = eventbus.RetryPolicy{MaximumRetryAttempts: r.RetryPolicy.MaximumRetryAttempts, MaximumEventAgeInSeconds: r.RetryPolicy.MaximumEventAgeInSeconds}
+			if policy.MaximumRetryAttempts == 0 {
+				policy.MaximumRetryAttempts = eventbus.NoRetries
+			}
+		}
+		log := st.log.With("rule", r.Name)
+		if err := st.Bus.AddRule(eventbus.Rule{
+			Name: r.Name, Pattern: pattern, Target: target, RetryPolicy: policy,
+			DeadLetter: func(ctx context.Context, event []byte, err error) {
+				log.ErrorContext(ctx, "event dead-lettered", "deadLetterQueue", r.DeadLetterARN, "error", err, "event", string(event))
+			},
+		}); err != nil {
+			return fmt.Errorf("rule %s: %w", r.LogicalID, err)
+		}
+	}
+	return nil
+}
+
+func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, addr string) error {
+	routes, err := tpl.APIRoutes(env)
+	if err != nil {
+		return err
+	}
+	fns, err := tpl.Functions(env)
+	if err != nil {
+		return err
+	}
+	names := map[string]string{}
+	for _, f := range fns {
+		names[f.LogicalID] = f.Name
+	}
+	var rs []apigw.Route
+	stage := ""
+	for _, r := range routes {
+		rs = append(rs, apigw.Route{Method: r.Method, Path: r.Path, FunctionName: names[r.FunctionLogicalID]})
+		if stage == "" {
+			stage, err = apiStage(tpl, env, r.RestApiID)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	srv, err := apigw.NewServer(apigw.Config{
+		Routes: rs, Invoker: st.Functions, Stage: stage, AccountID: AccountID, APIID: "local",
+		Logger: st.log.With("component", "apigateway"),
+	})
+	if err != nil {
+		return err
+	}
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("API: %w", err)
+	}
+	st.APIURL = "http://" + ln.Addr().String()
+	st.api = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	st.apiDone = make(chan error, 1)
+	go func() { st.apiDone <- st.api.Serve(ln) }()
+	return nil
+}
+
+// apiStage is the StageName of the API resource id.
+func apiStage(tpl *cfn.Template, env cfn.Env, id string) (string, error) {
+	res, ok := tpl.Resources[id]
+	if !ok || !res.Properties.Has("StageName") {
+		return "Prod", nil
+	}
+	r, err := cfn.NewResolver(tpl, env)
+	if err != nil {
+		return "", err
+	}
+	return r.String(res.Properties.Get("StageName"))
+}
+
+// Close stops the stack: the API, the running executions, the event bus,
+// then DynamoDB Local if the stack started it.
+func (st *Stack) Close(ctx context.Context) error {
+	var errs []error
+	if st.api != nil {
+		errs = append(errs, st.api.Shutdown(ctx))
+		if err := <-st.apiDone; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if st.SFN != nil {
+		errs = append(errs, st.SFN.Close())
+	}
+	if st.Bus != nil {
+		errs = append(errs, st.Bus.Close(ctx))
+	}
+	if st.ddb != nil {
+		errs = append(errs, st.ddb.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// sdkLogger sends the SDK's log lines to log. The DynamoDB client warns
+// on every error response that carries no x-amz-crc32 header, which
+// DynamoDB Local never sends on errors (aws/aws-sdk-go-v2#3545); a
+// duplicate request is such an error response by design, so that one
+// warning is logged at debug level.
+func sdkLogger(log *slog.Logger) logging.Logger {
+	log = log.With("component", "aws-sdk")
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		msg := fmt.Sprintf(format, v...)
+		switch {
+		case strings.Contains(msg, "response did not match expected checksum, 0,"):
+			log.Debug(msg)
+		case c == logging.Warn:
+			log.Warn(msg)
+		default:
+			log.Debug(msg)
+		}
+	})
+}
+
+// lambdaInvoker lets the Step Functions endpoint invoke the functions.
+type lambdaInvoker struct{ r *lambdarun.Registry }
+
+func (l lambdaInvoker) InvokeFunction(ctx context.Context, name string, payload []byte) ([]byte, *sfnlocal.FunctionError, error) {
+	out, fnErr, err := l.r.InvokeFunction(ctx, name, payload)
+	switch {
+	case errors.Is(err, lambdarun.ErrFunctionNotFound):
+		return nil, nil, fmt.Errorf("%w: %v", sfnlocal.ErrFunctionNotFound, err)
+	case err != nil:
+		return nil, nil, err
+	case fnErr != nil:
+		return nil, &sfnlocal.FunctionError{Type: fnErr.Type, Message: fnErr.Message, StackTrace: fnErr.StackTrace}, nil
+	}
+	return out, nil, nil
+}
+
+// functionTarget delivers events to a function; a function error is a
+// failed delivery, retried by the rule's retry policy.
+type functionTarget struct {
+	r    *lambdarun.Registry
+	name string
+}
+
+func (f functionTarget) Deliver(ctx context.Context, event []byte) error {
+	_, fnErr, err := f.r.InvokeFunction(ctx, f.name, event)
+	if err != nil {
+		return err
+	}
+	if fnErr != nil {
+		return fnErr
+	}
+	return nil
+}
