@@ -7,7 +7,7 @@ FUNCTIONS := orchestrator debit credit refund reaper
 NPM_MARK := tools/node_modules/.package-lock.json
 SAM_VENV := .tools/sam
 SAM_VERSION := 1.170.0
-CFN_LINT_VERSION := 1.51.0
+CFN_LINT_VERSION := 1.58.0
 PORT ?= 3000
 
 .PHONY: all deps local test bench lint build sam-validate clean
