@@ -1,0 +1,263 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+)
+
+func TestMain(m *testing.M) { ddbtest.Main(m) }
+
+// counted is a DynamoDB client that counts the calls it sends.
+func counted(t *testing.T) (*dynamodb.Client, *atomic.Int64) {
+	t.Helper()
+	n := &atomic.Int64{}
+	base := ddbtest.Client(t)
+	client := dynamodb.New(base.Options(), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("count",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					n.Add(1)
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	})
+	return client, n
+}
+
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+func reservation(scope, key, body, id string) idempotency.Reservation {
+	return idempotency.Reservation{
+		Scope: scope, Key: key, Fingerprint: idempotency.Fingerprint([]byte(body)),
+		ResourceID: id, Request: []byte(body),
+	}
+}
+
+// settle moves a record to status, as the workflow does.
+func settle(t *testing.T, client *dynamodb.Client, table, recordKey string, status idempotency.Status) {
+	t.Helper()
+	update := expression.Set(expression.Name(idempotency.AttrStatus), expression.Value(status))
+	if status.Terminal() {
+		update = update.Remove(expression.Name(idempotency.AttrPending))
+	}
+	expr, err := expression.NewBuilder().WithUpdate(update).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(table),
+		Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		UpdateExpression:          expr.Update(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReserveNewKey(t *testing.T) {
+	client, calls := counted(t)
+	table := ddbtest.Tables(t, client)["IdempotencyTable"]
+	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now), idempotency.WithRetention(2*time.Hour))
+
+	calls.Store(0)
+	rec, created, err := store.Reserve(context.Background(), reservation("alice", "k1", `{"a":1}`, "t-1"))
+	if err != nil || !created {
+		t.Fatalf("Reserve = %v, %v", created, err)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("%d calls, want 1", calls.Load())
+	}
+	got, err := store.Get(context.Background(), "alice", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := idempotency.Record{
+		Key: idempotency.RecordKey("alice", "k1"), Scope: "alice", Status: idempotency.StatusReserved,
+		Fingerprint: idempotency.Fingerprint([]byte(`{"a":1}`)), ResourceID: "t-1", Request: `{"a":1}`,
+		CreatedAt: "2026-03-01T12:00:00.000Z", ExpiresAt: clk.now.Add(2 * time.Hour).Unix(), Pending: "RESERVED",
+	}
+	if got != want || rec != want {
+		t.Fatalf("stored %+v\nreturned %+v\nwant %+v", got, rec, want)
+	}
+}
+
+func TestReserveExistingKey(t *testing.T) {
+	client, calls := counted(t)
+	table := ddbtest.Tables(t, client)["IdempotencyTable"]
+	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now))
+	ctx := context.Background()
+
+	tests := []struct {
+		name        string
+		status      idempotency.Status
+		after       time.Duration
+		wantCreated bool
+	}{
+		{"reserved", idempotency.StatusReserved, time.Minute, false},
+		{"in progress", idempotency.StatusInProgress, time.Hour, false},
+		{"completed within retention", idempotency.StatusCompleted, 23 * time.Hour, false},
+		{"failed within retention", idempotency.StatusFailed, 23 * time.Hour, false},
+		{"completed past retention", idempotency.StatusCompleted, 24 * time.Hour, true},
+		{"failed past retention", idempotency.StatusFailed, 48 * time.Hour, true},
+		// Expiry never frees a transfer that has not finished.
+		{"reserved past retention", idempotency.StatusReserved, 48 * time.Hour, false},
+		{"in progress past retention", idempotency.StatusInProgress, 48 * time.Hour, false},
+		{"reconciling past retention", idempotency.StatusReconciling, 48 * time.Hour, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk.now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			key := fmt.Sprintf("key-%d", i)
+			first, _, err := store.Reserve(ctx, reservation("alice", key, `{"a":1}`, "first"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			settle(t, client, table, first.Key, tt.status)
+			clk.now = clk.now.Add(tt.after)
+
+			calls.Store(0)
+			rec, created, err := store.Reserve(ctx, reservation("alice", key, `{"a":1}`, "second"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls.Load() != 1 {
+				t.Errorf("%d calls, want 1 (the conditional write returns the existing record)", calls.Load())
+			}
+			if created != tt.wantCreated {
+				t.Fatalf("created = %v, want %v", created, tt.wantCreated)
+			}
+			wantID, wantStatus := "first", tt.status
+			if tt.wantCreated {
+				wantID, wantStatus = "second", idempotency.StatusReserved
+			}
+			if rec.ResourceID != wantID || rec.Status != wantStatus {
+				t.Fatalf("record %s in %s, want %s in %s", rec.ResourceID, rec.Status, wantID, wantStatus)
+			}
+		})
+	}
+}
+
+func TestReserveFingerprintMismatch(t *testing.T) {
+	client := ddbtest.Client(t)
+	store := idempotency.NewStore(client, ddbtest.Tables(t, client)["IdempotencyTable"])
+	ctx := context.Background()
+	if _, _, err := store.Reserve(ctx, reservation("alice", "k", `{"amount":1}`, "t-1")); err != nil {
+		t.Fatal(err)
+	}
+	other := reservation("alice", "k", `{"amount":2}`, "t-2")
+	rec, created, err := store.Reserve(ctx, other)
+	if err != nil || created {
+		t.Fatalf("Reserve = %v, %v", created, err)
+	}
+	if err := rec.Matches(other.Fingerprint); !errors.Is(err, idempotency.ErrKeyReused) {
+		t.Fatalf("Matches = %v, want ErrKeyReused", err)
+	}
+	if rec.Request != `{"amount":1}` {
+		t.Fatalf("stored request changed to %s", rec.Request)
+	}
+}
+
+func TestReserveScopesKeys(t *testing.T) {
+	client := ddbtest.Client(t)
+	store := idempotency.NewStore(client, ddbtest.Tables(t, client)["IdempotencyTable"])
+	ctx := context.Background()
+	for _, scope := range []string{"alice", "bob"} {
+		rec, created, err := store.Reserve(ctx, reservation(scope, "shared", `{"a":1}`, "t-"+scope))
+		if err != nil || !created || rec.ResourceID != "t-"+scope {
+			t.Fatalf("%s: Reserve = %+v, %v, %v", scope, rec, created, err)
+		}
+	}
+	for _, c := range []struct {
+		scope, id string
+		want      error
+	}{
+		{"alice", "t-alice", nil},
+		{"bob", "t-bob", nil},
+		{"bob", "t-alice", idempotency.ErrNotFound},
+		{"alice", "t-bob", idempotency.ErrNotFound},
+		{"alice", "t-unknown", idempotency.ErrNotFound},
+	} {
+		t.Run(c.scope+"/"+c.id, func(t *testing.T) {
+			rec, err := store.FindByResourceID(ctx, c.scope, c.id)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("FindByResourceID = %+v, %v; want %v", rec, err, c.want)
+			}
+			if err == nil && (rec.Scope != c.scope || rec.ResourceID != c.id) {
+				t.Fatalf("found %+v", rec)
+			}
+		})
+	}
+}
+
+func TestReserveConcurrently(t *testing.T) {
+	client := ddbtest.Client(t)
+	store := idempotency.NewStore(client, ddbtest.Tables(t, client)["IdempotencyTable"])
+	const n = 20
+	var wg sync.WaitGroup
+	var created atomic.Int64
+	ids := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec, ok, err := store.Reserve(context.Background(), reservation("alice", "race", `{"a":1}`, fmt.Sprintf("t-%d", i)))
+			if ok {
+				created.Add(1)
+			}
+			ids[i], errs[i] = rec.ResourceID, err
+		}()
+	}
+	wg.Wait()
+	if created.Load() != 1 {
+		t.Fatalf("%d reservations created, want 1", created.Load())
+	}
+	for i := range n {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Fatalf("request %d: %s, %v; want %s", i, ids[i], errs[i], ids[0])
+		}
+	}
+}
+
+func TestReserveRejectsBadKey(t *testing.T) {
+	client, calls := counted(t)
+	store := idempotency.NewStore(client, "never-called")
+	calls.Store(0)
+	if _, _, err := store.Reserve(context.Background(), reservation("alice", "", `{}`, "t")); !errors.Is(err, idempotency.ErrKeyMissing) {
+		t.Fatalf("err = %v, want ErrKeyMissing", err)
+	}
+	if calls.Load() != 0 {
+		t.Fatalf("%d calls for an invalid key", calls.Load())
+	}
+}
+
+func TestStoreUnavailable(t *testing.T) {
+	// A closed port: a real connection failure, surfaced as an error.
+	client := dynamodb.New(ddbtest.Client(t).Options(), func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String("http://127.0.0.1:1")
+		o.RetryMaxAttempts = 1
+	})
+	store := idempotency.NewStore(client, "t")
+	if _, _, err := store.Reserve(context.Background(), reservation("alice", "k", `{}`, "t")); err == nil {
+		t.Fatal("Reserve against an unreachable endpoint succeeded")
+	}
+}
