@@ -37,6 +37,7 @@ import (
 
 	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
+	"github.com/exactlyonce/transfers/internal/local/sdklog"
 )
 
 // Environment variables.
@@ -168,6 +169,7 @@ func Client(t testing.TB) *dynamodb.Client {
 	if err != nil {
 		t.Fatalf("ddbtest: load AWS config: %v", err)
 	}
+	cfg.Logger = sdklog.New(logger())
 	return dynamodb.NewFromConfig(cfg)
 }
 

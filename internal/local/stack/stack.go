@@ -25,7 +25,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/exactlyonce/transfers/internal/app"
 	"github.com/exactlyonce/transfers/internal/cfn"
@@ -33,6 +32,7 @@ import (
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
 	"github.com/exactlyonce/transfers/internal/local/eventbus"
 	"github.com/exactlyonce/transfers/internal/local/lambdarun"
+	"github.com/exactlyonce/transfers/internal/local/sdklog"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
 )
 
@@ -151,7 +151,7 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if st.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	st.AWS.Logger = sdkLogger(log)
+	st.AWS.Logger = sdklog.New(log)
 
 	if err := st.createTables(ctx, tpl, env); err != nil {
 		return nil, err
@@ -401,26 +401,6 @@ func (st *Stack) Close(ctx context.Context) error {
 		errs = append(errs, st.ddb.Stop())
 	}
 	return errors.Join(errs...)
-}
-
-// sdkLogger sends the SDK's log lines to log. The DynamoDB client warns
-// on every error response that carries no x-amz-crc32 header, which
-// DynamoDB Local never sends on errors (aws/aws-sdk-go-v2#3545); a
-// duplicate request is such an error response by design, so that one
-// warning is logged at debug level.
-func sdkLogger(log *slog.Logger) logging.Logger {
-	log = log.With("component", "aws-sdk")
-	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
-		msg := fmt.Sprintf(format, v...)
-		switch {
-		case strings.Contains(msg, "response did not match expected checksum, 0,"):
-			log.Debug(msg)
-		case c == logging.Warn:
-			log.Warn(msg)
-		default:
-			log.Debug(msg)
-		}
-	})
 }
 
 // lambdaInvoker lets the Step Functions endpoint invoke the functions.

@@ -1,0 +1,464 @@
+package api_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/api"
+	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
+	"github.com/exactlyonce/transfers/internal/transfer"
+)
+
+func TestMain(m *testing.M) { ddbtest.Main(m) }
+
+const (
+	alice      = "arn:aws:iam::123456789012:user/alice"
+	aliceScope = "iam:" + alice
+	bob        = "arn:aws:iam::123456789012:user/bob"
+	body       = `{"sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR"}`
+)
+
+// env is an API handler on fresh tables and a local Step Functions
+// endpoint whose machine succeeds at once without touching the record, so
+// records stay where a test puts them.
+type env struct {
+	t       *testing.T
+	handler *api.Handler
+	store   *idempotency.Store
+	ledger  *ledger.Ledger
+	db      *dynamodb.Client
+	table   string
+	sfn     *sfn.Client
+	arn     string
+	ids     int
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	db := ddbtest.Client(t)
+	tables := ddbtest.Tables(t, db)
+	srv := sfnlocal.New(sfnlocal.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err := srv.AddStateMachine(sfnlocal.StateMachine{Name: "Transfers", Definition: []byte(`{"StartAt":"Done","States":{"Done":{"Type":"Succeed"}}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	endpoint, err := srv.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	e := &env{t: t, db: db, table: tables["IdempotencyTable"], arn: srv.StateMachineARN("Transfers")}
+	e.sfn = sfnClient(db, endpoint)
+	e.store = idempotency.NewStore(db, e.table)
+	if e.ledger, err = ledger.New(db, ledger.Config{LedgerTable: tables["LedgerTable"], IdempotencyTable: e.table}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ledger.OpenAccount(context.Background(), "acct-a", "EUR", 5000); err != nil {
+		t.Fatal(err)
+	}
+	e.handler = e.newHandler(e.sfn, e.store)
+	return e
+}
+
+func sfnClient(db *dynamodb.Client, endpoint string) *sfn.Client {
+	return sfn.New(sfn.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: db.Options().Credentials, RetryMaxAttempts: 1})
+}
+
+func (e *env) newHandler(executions api.Executions, records api.Records) *api.Handler {
+	return api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000}, records, executions, e.ledger,
+		func() string { e.ids++; return fmt.Sprintf("transfer-%d", e.ids) }, slog.New(slog.DiscardHandler))
+}
+
+func post(caller, key, b string) events.APIGatewayProxyRequest {
+	headers := map[string]string{}
+	if key != "" {
+		headers["Idempotency-Key"] = key
+	}
+	return events.APIGatewayProxyRequest{
+		Resource: "/transfers", Path: "/transfers", HTTPMethod: "POST", Headers: headers, Body: b,
+		RequestContext: events.APIGatewayProxyRequestContext{Path: "/transfers", Identity: events.APIGatewayRequestIdentity{UserArn: caller}},
+	}
+}
+
+func get(caller, resource, path string, params map[string]string) events.APIGatewayProxyRequest {
+	return events.APIGatewayProxyRequest{
+		Resource: resource, Path: path, HTTPMethod: "GET", PathParameters: params,
+		RequestContext: events.APIGatewayProxyRequestContext{Path: path, Identity: events.APIGatewayRequestIdentity{UserArn: caller}},
+	}
+}
+
+func (e *env) do(req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	e.t.Helper()
+	resp, err := e.handler.Handle(context.Background(), req)
+	if err != nil {
+		e.t.Fatalf("Handle: %v", err)
+	}
+	return resp
+}
+
+func problemOf(t *testing.T, resp events.APIGatewayProxyResponse) api.Problem {
+	t.Helper()
+	if ct := resp.Headers["Content-Type"]; ct != "application/problem+json" {
+		t.Fatalf("Content-Type %q, want application/problem+json (status %d, body %s)", ct, resp.StatusCode, resp.Body)
+	}
+	var p api.Problem
+	if err := json.Unmarshal([]byte(resp.Body), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != resp.StatusCode || p.Code == "" || p.Title == "" {
+		t.Fatalf("problem %+v for status %d", p, resp.StatusCode)
+	}
+	return p
+}
+
+func transferOf(t *testing.T, resp events.APIGatewayProxyResponse) transfer.Transfer {
+	t.Helper()
+	var tr transfer.Transfer
+	if err := json.Unmarshal([]byte(resp.Body), &tr); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// setRecord moves a record to status with response, as the workflow does.
+func (e *env) setRecord(recordKey string, status idempotency.Status, response string) {
+	e.t.Helper()
+	update := expression.Set(expression.Name(idempotency.AttrStatus), expression.Value(status))
+	if response != "" {
+		update = update.Set(expression.Name(idempotency.AttrResponse), expression.Value(response))
+	}
+	expr, err := expression.NewBuilder().WithUpdate(update).Build()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.table), Key: map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		UpdateExpression: expr.Update(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) executions() []string {
+	e.t.Helper()
+	out, err := e.sfn.ListExecutions(context.Background(), &sfn.ListExecutionsInput{StateMachineArn: aws.String(e.arn)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var names []string
+	for _, x := range out.Executions {
+		names = append(names, aws.ToString(x.Name))
+	}
+	return names
+}
+
+func TestPostNewTransfer(t *testing.T) {
+	e := newEnv(t)
+	req := post(alice, "k1", body)
+	req.RequestContext.Path = "/v1/transfers"
+	resp := e.do(req)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+	tr := transferOf(t, resp)
+	if tr.Status != transfer.StatusPending || tr.Amount != 250 || tr.TransferID != "transfer-1" {
+		t.Fatalf("transfer %+v", tr)
+	}
+	if loc := resp.Headers["Location"]; loc != "/v1/transfers/transfer-1" {
+		t.Errorf("Location %q, want the stage-prefixed path", loc)
+	}
+	if _, ok := resp.Headers[api.HeaderReplayed]; ok {
+		t.Error("a new transfer is marked replayed")
+	}
+	rec, err := e.store.Get(context.Background(), aliceScope, "k1")
+	if err != nil || rec.Status != idempotency.StatusReserved {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+	out, err := e.sfn.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{
+		ExecutionArn: aws.String(strings.Replace(e.arn, ":stateMachine:", ":execution:", 1) + ":transfer-1"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := transfer.NewWorkflowInput(rec)
+	if aws.ToString(out.Input) != string(want) {
+		t.Fatalf("execution input %s, want %s", aws.ToString(out.Input), want)
+	}
+}
+
+func TestPostReplays(t *testing.T) {
+	completed := `{"transferId":"transfer-1","status":"COMPLETED","sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR","reference":"","createdAt":"x","settledAt":"y"}`
+	failed := `{"transferId":"transfer-1","status":"FAILED","sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR","reference":"","createdAt":"x","settledAt":"y","failure":{"code":"InsufficientFunds","detail":"balance too low","reversed":false}}`
+	tests := []struct {
+		name       string
+		status     idempotency.Status
+		response   string
+		wantStatus int
+		wantState  string
+		wantCode   string
+	}{
+		{"reserved", idempotency.StatusReserved, "", 202, transfer.StatusPending, ""},
+		{"in progress", idempotency.StatusInProgress, "", 202, transfer.StatusPending, ""},
+		{"reconciling", idempotency.StatusReconciling, "", 202, transfer.StatusPending, ""},
+		{"completed", idempotency.StatusCompleted, completed, 200, transfer.StatusCompleted, ""},
+		{"failed", idempotency.StatusFailed, failed, 422, transfer.StatusFailed, "insufficient_funds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			if r := e.do(post(alice, "k", body)); r.StatusCode != 202 {
+				t.Fatalf("first request: %d %s", r.StatusCode, r.Body)
+			}
+			rec, _ := e.store.Get(context.Background(), aliceScope, "k")
+			e.setRecord(rec.Key, tt.status, tt.response)
+
+			resp := e.do(post(alice, "k", body))
+			if resp.StatusCode != tt.wantStatus || resp.Headers[api.HeaderReplayed] != "true" {
+				t.Fatalf("status %d replayed %q: %s", resp.StatusCode, resp.Headers[api.HeaderReplayed], resp.Body)
+			}
+			var tr transfer.Transfer
+			if tt.wantCode != "" {
+				p := problemOf(t, resp)
+				if p.Code != tt.wantCode || p.Transfer == nil {
+					t.Fatalf("problem %+v", p)
+				}
+				tr = *p.Transfer
+			} else {
+				tr = transferOf(t, resp)
+			}
+			if tr.TransferID != "transfer-1" || tr.Status != tt.wantState {
+				t.Fatalf("transfer %+v", tr)
+			}
+			if n := len(e.executions()); n != 1 {
+				t.Fatalf("%d executions, want 1", n)
+			}
+		})
+	}
+}
+
+func TestPostKeyReused(t *testing.T) {
+	e := newEnv(t)
+	e.do(post(alice, "k", body))
+	resp := e.do(post(alice, "k", strings.Replace(body, "250", "251", 1)))
+	if p := problemOf(t, resp); resp.StatusCode != 422 || p.Code != api.CodeKeyReused {
+		t.Fatalf("status %d problem %+v", resp.StatusCode, p)
+	}
+	rec, _ := e.store.Get(context.Background(), aliceScope, "k")
+	if !strings.Contains(rec.Request, `"amount":250`) {
+		t.Fatalf("stored request changed: %s", rec.Request)
+	}
+}
+
+func TestPostInvalid(t *testing.T) {
+	e := newEnv(t)
+	conflicting := post(alice, "", body)
+	conflicting.MultiValueHeaders = map[string][]string{"idempotency-key": {"a", "b"}}
+	badBase64 := post(alice, "k-b64", "%%%")
+	badBase64.IsBase64Encoded = true
+	tests := []struct {
+		name       string
+		req        events.APIGatewayProxyRequest
+		wantStatus int
+		wantCode   string
+	}{
+		{"no caller", post("", "k", body), 403, api.CodeUnauthenticated},
+		{"missing key", post(alice, "", body), 400, api.CodeKeyMissing},
+		{"long key", post(alice, strings.Repeat("k", 256), body), 400, api.CodeKeyMalformed},
+		{"control character in key", post(alice, "k\x01", body), 400, api.CodeKeyMalformed},
+		{"conflicting key headers", conflicting, 400, api.CodeKeyMalformed},
+		{"invalid body", post(alice, "k-invalid", `{"amount":0}`), 400, api.CodeInvalidRequest},
+		{"not base64", badBase64, 400, api.CodeInvalidRequest},
+		{"body too large", post(alice, "k-large", strings.Repeat(" ", 17<<10)+body), 400, api.CodeBodyTooLarge},
+		{"unknown route", events.APIGatewayProxyRequest{HTTPMethod: "DELETE", Resource: "/transfers", Path: "/transfers",
+			RequestContext: events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{UserArn: alice}}}, 404, api.CodeNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := e.do(tt.req)
+			if p := problemOf(t, resp); resp.StatusCode != tt.wantStatus || p.Code != tt.wantCode {
+				t.Fatalf("status %d problem %+v, want %d %s", resp.StatusCode, p, tt.wantStatus, tt.wantCode)
+			}
+		})
+	}
+	if names := e.executions(); len(names) != 0 {
+		t.Fatalf("executions %v started for invalid requests", names)
+	}
+	out, err := e.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(e.table)})
+	if err != nil || out.Count != 0 {
+		t.Fatalf("%d records stored for invalid requests (%v)", out.Count, err)
+	}
+}
+
+func TestPostValidationListsFields(t *testing.T) {
+	e := newEnv(t)
+	resp := e.do(post(alice, "k", `{"sourceAccountId":"a","destinationAccountId":"a","amount":1.5,"currency":"eur"}`))
+	p := problemOf(t, resp)
+	fields := map[string]bool{}
+	for _, f := range p.Errors {
+		fields[f.Field] = true
+	}
+	for _, f := range []string{"destinationAccountId", "amount", "currency"} {
+		if !fields[f] {
+			t.Errorf("no error for %s in %+v", f, p.Errors)
+		}
+	}
+}
+
+func TestPostBase64Body(t *testing.T) {
+	e := newEnv(t)
+	req := post(alice, "k", base64.StdEncoding.EncodeToString([]byte(body)))
+	req.IsBase64Encoded = true
+	if resp := e.do(req); resp.StatusCode != 202 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestPostStepFunctionsUnavailable(t *testing.T) {
+	e := newEnv(t)
+	down := e.newHandler(sfnClient(e.db, "http://127.0.0.1:1"), e.store)
+	resp, err := down.Handle(context.Background(), post(alice, "k", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := problemOf(t, resp); resp.StatusCode != 503 || p.Code != api.CodeUnavailable || resp.Headers["Retry-After"] == "" {
+		t.Fatalf("status %d headers %v problem %+v", resp.StatusCode, resp.Headers, p)
+	}
+	rec, err := e.store.Get(context.Background(), aliceScope, "k")
+	if err != nil || rec.Status != idempotency.StatusReserved {
+		t.Fatalf("record after failed start: %+v, %v; want it kept RESERVED", rec, err)
+	}
+	// The client's retry starts the same transfer.
+	resp = e.do(post(alice, "k", body))
+	if resp.StatusCode != 202 || transferOf(t, resp).TransferID != rec.ResourceID {
+		t.Fatalf("retry: %d %s", resp.StatusCode, resp.Body)
+	}
+	if names := e.executions(); len(names) != 1 || names[0] != rec.ResourceID {
+		t.Fatalf("executions %v, want [%s]", names, rec.ResourceID)
+	}
+}
+
+func TestPostDynamoDBUnavailable(t *testing.T) {
+	e := newEnv(t)
+	db := dynamodb.New(e.db.Options(), func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String("http://127.0.0.1:1")
+		o.RetryMaxAttempts = 1
+	})
+	down := e.newHandler(e.sfn, idempotency.NewStore(db, e.table))
+	resp, err := down.Handle(context.Background(), post(alice, "k", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := problemOf(t, resp); resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" || p.Code != api.CodeUnavailable {
+		t.Fatalf("status %d problem %+v", resp.StatusCode, p)
+	}
+	if names := e.executions(); len(names) != 0 {
+		t.Fatalf("executions %v started without a reservation", names)
+	}
+}
+
+func TestPostAfterExecutionClosed(t *testing.T) {
+	e := newEnv(t)
+	// A reservation whose execution ran and closed without settling it
+	// (the reaper's case): the replay's StartExecution gets
+	// ExecutionAlreadyExists and the answer comes from the record.
+	rec, _, err := e.store.Reserve(context.Background(), idempotency.Reservation{
+		Scope: aliceScope, Key: "k", Fingerprint: idempotency.Fingerprint([]byte(canonical(t))),
+		ResourceID: "closed-1", Request: []byte(canonical(t)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sfn.StartExecution(context.Background(), &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(e.arn), Name: aws.String("closed-1"), Input: aws.String(`{"other":"input"}`),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, e, "closed-1")
+	resp := e.do(post(alice, "k", body))
+	if resp.StatusCode != 202 || resp.Headers[api.HeaderReplayed] != "true" || transferOf(t, resp).TransferID != rec.ResourceID {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func canonical(t *testing.T) string {
+	t.Helper()
+	r, err := transfer.ParseRequest([]byte(body), 1000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(r.Canonical())
+}
+
+func waitClosed(t *testing.T, e *env, name string) {
+	t.Helper()
+	arn := strings.Replace(e.arn, ":stateMachine:", ":execution:", 1) + ":" + name
+	for range 1000 {
+		out, err := e.sfn.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Status != "RUNNING" {
+			return
+		}
+	}
+	t.Fatalf("execution %s still running", name)
+}
+
+func TestGetTransfer(t *testing.T) {
+	e := newEnv(t)
+	id := transferOf(t, e.do(post(alice, "k", body))).TransferID
+	tests := []struct {
+		name       string
+		caller, id string
+		wantStatus int
+	}{
+		{"owner", alice, id, 200},
+		{"another caller", bob, id, 404},
+		{"unknown", alice, "nope", 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := e.do(get(tt.caller, "/transfers/{transferId}", "/transfers/"+tt.id, map[string]string{"transferId": tt.id}))
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+			if tt.wantStatus == 200 && transferOf(t, resp).TransferID != id {
+				t.Fatalf("body %s", resp.Body)
+			}
+			if tt.wantStatus == 404 {
+				problemOf(t, resp)
+			}
+		})
+	}
+}
+
+func TestGetAccount(t *testing.T) {
+	e := newEnv(t)
+	resp := e.do(get(alice, "/accounts/{accountId}", "/accounts/acct-a", map[string]string{"accountId": "acct-a"}))
+	var view api.AccountView
+	if err := json.Unmarshal([]byte(resp.Body), &view); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+	}
+	if view.ID != "acct-a" || view.Balance != 5000 || view.Currency != "EUR" || view.Entries == nil {
+		t.Fatalf("account %+v", view)
+	}
+	resp = e.do(get(alice, "/accounts/{accountId}", "/accounts/ghost", map[string]string{"accountId": "ghost"}))
+	if p := problemOf(t, resp); resp.StatusCode != 404 || p.Code != api.CodeNotFound {
+		t.Fatalf("unknown account: %d %+v", resp.StatusCode, p)
+	}
+}
