@@ -1,0 +1,313 @@
+// Package reaper settles transfers whose workflow failed, timed out, was
+// aborted, or never ran.
+//
+// The reaper Lambda takes two kinds of EventBridge event:
+//
+//   - "Step Functions Execution Status Change" (FAILED, TIMED_OUT, ABORTED):
+//     the execution's input names the idempotency record; that transfer is
+//     settled.
+//   - "Scheduled Event": the sweep. Records still RESERVED, IN_PROGRESS or
+//     RECONCILING some time after their creation are read from the sparse
+//     Pending index and settled, a bounded number per run.
+//
+// Settling a transfer (Settle) decides from the record, the execution and
+// the ledger, with every write conditional, so duplicate events, concurrent
+// reapers and a reaper that stops between two steps are harmless:
+//
+//	record terminal                            nothing to do
+//	execution RUNNING                          leave it: the workflow finishes (machine timeout)
+//	RESERVED, no execution, young              StartExecution with the orchestrator's input
+//	RESERVED, no execution, old                fence, then FAILED "NotStarted"
+//	execution closed, record not terminal      fence, then decide from the ledger:
+//	    DEBIT + CREDIT                         COMPLETED
+//	    DEBIT only                             post the REFUND leg, FAILED reversed
+//	    DEBIT + REFUND                         FAILED reversed
+//	    no entry                               FAILED, nothing moved
+//
+// The fence moves the record to RECONCILING, on condition that it is still
+// this transfer's and in the status the decision was taken on (or already
+// RECONCILING). From then on no DEBIT or CREDIT can commit (their fence
+// requires IN_PROGRESS), so the ledger read after it is final; only the
+// REFUND leg, which the reaper itself drives, is still accepted. A reaper
+// that stops after the fence leaves the record RECONCILING, in the Pending
+// index, and the next event or sweep resumes.
+package reaper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/exactlyonce/transfers/internal/ledger"
+)
+
+// Defaults of Config.
+const (
+	DefaultStuckAfter  = 15 * time.Minute
+	DefaultMaxStartAge = time.Hour
+	DefaultSweepLimit  = 100
+)
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvIdempotencyTable  = "IDEMPOTENCY_TABLE"
+	EnvLedgerTable       = "LEDGER_TABLE"
+	EnvStateMachineARN   = "STATE_MACHINE_ARN"
+	EnvStuckAfterMinutes = "STUCK_AFTER_MINUTES"
+)
+
+// EventBridge detail-type and source values the handler dispatches on.
+const (
+	DetailTypeStatusChange = "Step Functions Execution Status Change"
+	DetailTypeScheduled    = "Scheduled Event"
+	SourceScheduled        = "aws.events"
+)
+
+// Config configures a Reaper.
+type Config struct {
+	// IdempotencyTable holds the idempotency records.
+	IdempotencyTable string
+	// LedgerTable holds accounts and ledger entries; the reaper reaches it
+	// through its Ledger, and FromEnv builds that ledger on it.
+	LedgerTable string
+	// StateMachineARN is the transfer state machine. Executions are named
+	// by transferId under it.
+	StateMachineARN string
+	// StuckAfter is how old a non-terminal record must be before the sweep
+	// settles it. Default DefaultStuckAfter.
+	StuckAfter time.Duration
+	// MaxStartAge is how old a RESERVED record without an execution may be
+	// and still be started; an older one is failed with "NotStarted".
+	// Default DefaultMaxStartAge.
+	MaxStartAge time.Duration
+	// SweepLimit bounds the records one sweep settles. Default
+	// DefaultSweepLimit.
+	SweepLimit int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// ConfigFromEnv reads the configuration from the environment:
+// IDEMPOTENCY_TABLE, LEDGER_TABLE and STATE_MACHINE_ARN (required) and
+// STUCK_AFTER_MINUTES (a positive integer, default 15).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	cfg := Config{
+		IdempotencyTable: getenv(EnvIdempotencyTable),
+		LedgerTable:      getenv(EnvLedgerTable),
+		StateMachineARN:  getenv(EnvStateMachineARN),
+	}
+	for _, v := range []struct{ name, value string }{
+		{EnvIdempotencyTable, cfg.IdempotencyTable},
+		{EnvLedgerTable, cfg.LedgerTable},
+		{EnvStateMachineARN, cfg.StateMachineARN},
+	} {
+		if v.value == "" {
+			return Config{}, fmt.Errorf("reaper: environment variable %s is required", v.name)
+		}
+	}
+	if v := getenv(EnvStuckAfterMinutes); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n > int64(365*24*60) {
+			return Config{}, fmt.Errorf("reaper: environment variable %s must be a positive number of minutes, got %q", EnvStuckAfterMinutes, v)
+		}
+		cfg.StuckAfter = time.Duration(n) * time.Minute
+	}
+	return cfg, nil
+}
+
+// DynamoDBAPI is the part of the DynamoDB client the reaper uses on the
+// idempotency table.
+type DynamoDBAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ DynamoDBAPI = (*dynamodb.Client)(nil)
+
+// StepFunctionsAPI is the part of the Step Functions client the reaper
+// uses.
+type StepFunctionsAPI interface {
+	DescribeExecution(ctx context.Context, in *sfn.DescribeExecutionInput, optFns ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
+	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, optFns ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+}
+
+var _ StepFunctionsAPI = (*sfn.Client)(nil)
+
+// Ledger reads a transfer's entries and posts its REFUND leg;
+// *ledger.Ledger is one.
+type Ledger interface {
+	TransferEntries(ctx context.Context, transferID, source, destination string) (map[ledger.Kind]ledger.Entry, error)
+	Post(ctx context.Context, leg ledger.Leg) (ledger.Entry, error)
+}
+
+var _ Ledger = (*ledger.Ledger)(nil)
+
+// Reaper settles transfers. It is safe for concurrent use, and any number
+// of reapers may work on the same transfers.
+type Reaper struct {
+	cfg        Config
+	db         DynamoDBAPI
+	sfn        StepFunctionsAPI
+	ledger     Ledger
+	log        *slog.Logger
+	execPrefix string // execution ARN of a transfer, without its name
+}
+
+// New returns a reaper. log receives one line per decision; nil discards.
+func New(cfg Config, db DynamoDBAPI, sfnClient StepFunctionsAPI, l Ledger, log *slog.Logger) (*Reaper, error) {
+	if db == nil || sfnClient == nil || l == nil {
+		return nil, errors.New("reaper: DynamoDB client, Step Functions client and ledger are required")
+	}
+	if cfg.IdempotencyTable == "" {
+		return nil, errors.New("reaper: IdempotencyTable is required")
+	}
+	prefix, err := executionPrefix(cfg.StateMachineARN)
+	if err != nil {
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	if cfg.StuckAfter == 0 {
+		cfg.StuckAfter = DefaultStuckAfter
+	}
+	if cfg.MaxStartAge == 0 {
+		cfg.MaxStartAge = DefaultMaxStartAge
+	}
+	if cfg.SweepLimit == 0 {
+		cfg.SweepLimit = DefaultSweepLimit
+	}
+	if cfg.StuckAfter < 0 || cfg.MaxStartAge < 0 || cfg.SweepLimit < 0 {
+		return nil, errors.New("reaper: StuckAfter, MaxStartAge and SweepLimit must not be negative")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reaper{cfg: cfg, db: db, sfn: sfnClient, ledger: l, log: log, execPrefix: prefix}, nil
+}
+
+// FromEnv builds a reaper from the environment (see ConfigFromEnv) with a
+// ledger on LEDGER_TABLE over the same DynamoDB client.
+func FromEnv(getenv func(string) string, db *dynamodb.Client, sfnClient StepFunctionsAPI, log *slog.Logger) (*Reaper, error) {
+	cfg, err := ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ledger.New(db, ledger.Config{LedgerTable: cfg.LedgerTable, IdempotencyTable: cfg.IdempotencyTable})
+	if err != nil {
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	return New(cfg, db, sfnClient, l, log)
+}
+
+// executionPrefix turns arn:P:states:R:A:stateMachine:NAME into
+// arn:P:states:R:A:execution:NAME: (the execution name follows).
+func executionPrefix(stateMachineARN string) (string, error) {
+	parts := strings.Split(stateMachineARN, ":")
+	if len(parts) != 7 || parts[0] != "arn" || parts[2] != "states" || parts[5] != "stateMachine" || parts[6] == "" {
+		return "", fmt.Errorf("StateMachineARN %q is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME)", stateMachineARN)
+	}
+	parts[5] = "execution"
+	return strings.Join(parts, ":") + ":", nil
+}
+
+// executionARN is the ARN of the execution of transferID.
+func (r *Reaper) executionARN(transferID string) string { return r.execPrefix + transferID }
+
+// ErrUnsupportedEvent reports an event the reaper does not handle.
+var ErrUnsupportedEvent = errors.New("unsupported event")
+
+// ErrMalformedEvent reports a status change event whose detail cannot name
+// a transfer.
+var ErrMalformedEvent = errors.New("malformed status change event")
+
+// envelope is the part of an EventBridge event the handler reads.
+type envelope struct {
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+// statusChange is the detail of a Step Functions execution status change.
+type statusChange struct {
+	ExecutionArn    string `json:"executionArn"`
+	StateMachineArn string `json:"stateMachineArn"`
+	Name            string `json:"name"`
+	Status          string `json:"status"`
+	// Input is the execution input, a JSON document in a string.
+	Input string  `json:"input"`
+	Error *string `json:"error"`
+	Cause *string `json:"cause"`
+}
+
+// workflowInput is the part of the execution input (transfer.WorkflowInput)
+// that names the record.
+type workflowInput struct {
+	RecordKey  string `json:"recordKey"`
+	TransferID string `json:"transferId"`
+}
+
+// Handle is the Lambda handler. It settles the transfer of a status change
+// event, or sweeps on a scheduled event. An error makes EventBridge (or
+// Lambda's asynchronous retries) deliver the event again; every step is
+// conditional, so a redelivery is harmless.
+func (r *Reaper) Handle(ctx context.Context, event json.RawMessage) error {
+	var env envelope
+	if err := json.Unmarshal(event, &env); err != nil {
+		return fmt.Errorf("reaper: decode event: %w", err)
+	}
+	switch {
+	case env.DetailType == DetailTypeStatusChange:
+		return r.handleStatusChange(ctx, env.Detail)
+	case env.DetailType == DetailTypeScheduled && env.Source == SourceScheduled:
+		_, err := r.Sweep(ctx)
+		return err
+	}
+	r.log.ErrorContext(ctx, "unsupported event", "detailType", env.DetailType, "source", env.Source)
+	return fmt.Errorf("reaper: %w: detail-type %q from %q", ErrUnsupportedEvent, env.DetailType, env.Source)
+}
+
+func (r *Reaper) handleStatusChange(ctx context.Context, raw json.RawMessage) error {
+	var d statusChange
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return fmt.Errorf("reaper: %w: %v", ErrMalformedEvent, err)
+	}
+	if d.StateMachineArn != r.cfg.StateMachineARN {
+		// The rule matches only this state machine; an event of another
+		// one is not ours to settle.
+		r.log.WarnContext(ctx, "status change of another state machine ignored",
+			"stateMachineArn", d.StateMachineArn, "execution", d.ExecutionArn)
+		return nil
+	}
+	var in workflowInput
+	if err := json.Unmarshal([]byte(d.Input), &in); err != nil {
+		r.log.ErrorContext(ctx, "status change without a readable input", "execution", d.ExecutionArn, "error", err)
+		return fmt.Errorf("reaper: %w: execution %s: input: %v", ErrMalformedEvent, d.ExecutionArn, err)
+	}
+	if in.RecordKey == "" || d.Name == "" || in.TransferID != d.Name {
+		r.log.ErrorContext(ctx, "status change does not name a transfer", "execution", d.ExecutionArn,
+			"name", d.Name, "inputTransferId", in.TransferID)
+		return fmt.Errorf("reaper: %w: execution %s: input names transfer %q and record %q",
+			ErrMalformedEvent, d.ExecutionArn, in.TransferID, in.RecordKey)
+	}
+	r.log.InfoContext(ctx, "execution closed", "transferId", d.Name, "executionStatus", d.Status,
+		"executionError", deref(d.Error))
+	_, err := r.Settle(ctx, in.RecordKey, d.Name)
+	return err
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -1,0 +1,224 @@
+package reaper_test
+
+import (
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/reaper"
+	"github.com/exactlyonce/transfers/internal/transfer"
+)
+
+// TestSweep sweeps a table holding transfers in every state: only the
+// stuck ones are settled, and the total of the balances is what the
+// accounts were opened with.
+func TestSweep(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	type sweptTransfer struct {
+		name      string
+		reference string
+		age       time.Duration
+		setup     func(t *testing.T, e *env, f fixture)
+		final     *settled // nil: untouched
+		started   bool     // its execution was started by the sweep
+	}
+	transfers := []sweptTransfer{
+		{
+			name: "stuck after the debit", reference: "LedgerUnavailable", age: 20 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+			},
+			final: &settled{status: idempotency.StatusFailed, code: "LedgerUnavailable", reversed: true},
+		},
+		{
+			name: "stuck after the credit", reference: "TransferFenced", age: 30 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit, credit)
+			},
+			final: &settled{status: idempotency.StatusCompleted},
+		},
+		{
+			name: "reserved, never started, too old", reference: runRef, age: 2 * time.Hour,
+			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeNotStarted},
+		},
+		{
+			name: "reserved, never started", reference: runRef, age: 30 * time.Minute,
+			started: true,
+		},
+		{
+			name: "old, still running", reference: runRef, age: 40 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.runExecution(t, f)
+				e.markInProgress(t, f)
+			},
+		},
+		{
+			name: "failed but young", reference: failRef, age: time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+			},
+		},
+		{
+			name: "old and completed", reference: succeedRef, age: 3 * time.Hour,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit, credit)
+				e.markTerminal(t, f, idempotency.StatusCompleted, `{"status":"COMPLETED"}`)
+			},
+		},
+		{
+			name: "fenced by a reaper that stopped", reference: "TransferFenced", age: 25 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+				e.markReconciling(t, f)
+			},
+			final: &settled{status: idempotency.StatusFailed, code: "TransferFenced", reversed: true},
+		},
+	}
+	fixtures := make([]fixture, len(transfers))
+	before := make([]state, len(transfers))
+	for i, tr := range transfers {
+		fixtures[i] = e.newTransfer(t, tr.reference, tr.age)
+		if tr.setup != nil {
+			tr.setup(t, e, fixtures[i])
+		}
+		before[i] = e.state(t, fixtures[i])
+	}
+
+	r := e.newReaper(t, nil, nil)
+	res, err := r.Sweep(testContext(t))
+	if err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	wantOutcomes := map[reaper.Outcome]int{
+		reaper.OutcomeReversed:  2,
+		reaper.OutcomeCompleted: 1,
+		reaper.OutcomeFailed:    1,
+		reaper.OutcomeStarted:   1,
+		reaper.OutcomeRunning:   1,
+	}
+	if res.Found != 6 || res.Errors != 0 || res.Remaining != 0 || !maps.Equal(res.Outcomes, wantOutcomes) {
+		t.Errorf("Sweep = %+v; want 6 found, outcomes %v, no errors, none remaining", res, wantOutcomes)
+	}
+
+	var total, young int64
+	for i, tr := range transfers {
+		f := fixtures[i]
+		t.Run(tr.name, func(t *testing.T) {
+			switch {
+			case tr.final != nil:
+				e.checkSettled(t, f, *tr.final)
+			case tr.started:
+				if rec := e.record(t, f); rec.Status != idempotency.StatusReserved {
+					t.Errorf("record = %s; want RESERVED", rec.Status)
+				}
+				if st := e.executionStatus(t, f); st != "RUNNING" {
+					t.Errorf("execution = %q; want RUNNING", st)
+				}
+			default:
+				e.checkUnchanged(t, f, before[i])
+			}
+		})
+		total += e.balance(t, f.src) + e.balance(t, f.dst)
+		if tr.name == "failed but young" {
+			young = amount // its debit is still out, for a later sweep
+		}
+	}
+	if want := int64(len(transfers))*openingBalance - young; total != want {
+		t.Errorf("total of the balances = %d; want %d", total, want)
+	}
+
+	// A second sweep finds only the transfers whose executions run.
+	res, err = r.Sweep(testContext(t))
+	if err != nil {
+		t.Fatalf("second Sweep: %v", err)
+	}
+	if want := map[reaper.Outcome]int{reaper.OutcomeRunning: 2}; res.Found != 2 || !maps.Equal(res.Outcomes, want) {
+		t.Errorf("second Sweep = %+v; want 2 found, outcomes %v", res, want)
+	}
+}
+
+// TestSweepLimit: a sweep settles at most SweepLimit records, RECONCILING
+// ones first, then the oldest, and counts those left.
+func TestSweepLimit(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	stuck := func(t *testing.T, age time.Duration, fence bool) fixture {
+		t.Helper()
+		f := e.newTransfer(t, failRef, age)
+		e.closeExecution(t, f)
+		e.markInProgress(t, f)
+		if fence {
+			e.markReconciling(t, f)
+		}
+		return f
+	}
+	fenced := stuck(t, 20*time.Minute, true)
+	newer := stuck(t, 25*time.Minute, false)
+	older := stuck(t, 30*time.Minute, false)
+	r := e.newReaper(t, nil, func(c *reaper.Config) { c.SweepLimit = 2 })
+
+	steps := []struct {
+		found, remaining int
+		settledNow       []fixture
+	}{
+		{2, 1, []fixture{fenced, older}},
+		{1, 0, []fixture{newer}},
+		{0, 0, nil},
+	}
+	for i, step := range steps {
+		res, err := r.Sweep(testContext(t))
+		if err != nil {
+			t.Fatalf("sweep %d: %v", i+1, err)
+		}
+		if res.Found != step.found || res.Remaining != step.remaining || res.RemainingAtLeast || res.Outcomes[reaper.OutcomeFailed] != step.found {
+			t.Errorf("sweep %d = %+v; want %d found and failed, %d remaining", i+1, res, step.found, step.remaining)
+		}
+		for _, f := range step.settledNow {
+			e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: reaper.CodeExecutionFailed})
+		}
+	}
+}
+
+// TestSweepContinuesPastFailure: a transfer that cannot be settled does
+// not stop the others; the sweep reports it.
+func TestSweepContinuesPastFailure(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	var good []fixture
+	for _, age := range []time.Duration{20 * time.Minute, 40 * time.Minute} {
+		f := e.newTransfer(t, "LedgerUnavailable", age)
+		e.closeExecution(t, f)
+		e.markInProgress(t, f)
+		e.post(t, f, debit)
+		good = append(good, f)
+	}
+	corrupt := fixture{rec: e.reserve(t, []byte("{not json"), 30*time.Minute)}
+
+	res, err := e.newReaper(t, nil, nil).Sweep(testContext(t))
+	if err == nil || !errors.Is(err, transfer.ErrCorruptRecord) || !strings.Contains(err.Error(), corrupt.rec.ResourceID) {
+		t.Errorf("Sweep error = %v; want the corrupt record %s", err, corrupt.rec.ResourceID)
+	}
+	if res.Found != 3 || res.Errors != 1 || res.Outcomes[reaper.OutcomeReversed] != 2 {
+		t.Errorf("Sweep = %+v; want 3 found, 1 error, 2 reversed", res)
+	}
+	for _, f := range good {
+		e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: "LedgerUnavailable", reversed: true})
+	}
+	if rec := e.record(t, corrupt); rec.Status != idempotency.StatusReserved || rec.Pending != "RESERVED" {
+		t.Errorf("corrupt record = %s (pending %q); want it left RESERVED", rec.Status, rec.Pending)
+	}
+	if st := e.executionStatus(t, corrupt); st != "" {
+		t.Errorf("corrupt record's execution = %s; want none", st)
+	}
+}
