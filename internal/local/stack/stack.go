@@ -156,16 +156,24 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if err := st.createTables(ctx, tpl, env); err != nil {
 		return nil, err
 	}
-	if err := st.startFunctions(ctx, tpl, env, filepath.Dir(tplPath)); err != nil {
+	fns, err := tpl.Functions(env)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{} // function logical ID -> name
+	for _, f := range fns {
+		names[f.LogicalID] = f.Name
+	}
+	if err := st.startFunctions(ctx, fns, tplPath); err != nil {
 		return nil, err
 	}
 	if err := st.startStateMachines(tpl, env, filepath.Dir(tplPath)); err != nil {
 		return nil, err
 	}
-	if err := st.startRules(tpl, env, opts.Schedules); err != nil {
+	if err := st.startRules(tpl, env, names, opts.Schedules); err != nil {
 		return nil, err
 	}
-	if err := st.startAPI(tpl, env, opts.APIAddr); err != nil {
+	if err := st.startAPI(tpl, env, names, opts.APIAddr); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -221,17 +229,13 @@ func (st *Stack) createTables(ctx context.Context, tpl *cfn.Template, env cfn.En
 
 // startFunctions builds every function's handler with the same wiring the
 // deployed binary uses, with the template's environment variables.
-func (st *Stack) startFunctions(ctx context.Context, tpl *cfn.Template, env cfn.Env, dir string) error {
-	fns, err := tpl.Functions(env)
-	if err != nil {
-		return err
-	}
+func (st *Stack) startFunctions(ctx context.Context, fns []cfn.Function, tplPath string) error {
 	for _, f := range fns {
 		code := path.Base(strings.TrimSuffix(filepath.ToSlash(f.CodeUri), "/"))
 		build, ok := app.Functions[code]
 		if !ok {
 			return fmt.Errorf("%s: function %s: no Go handler for CodeUri %s (known: internal/app.Functions)",
-				filepath.Join(dir, "template.yaml"), f.LogicalID, f.CodeUri)
+				tplPath, f.LogicalID, f.CodeUri)
 		}
 		vars := f.Environment
 		getenv := func(k string) string { return vars[k] }
@@ -273,18 +277,10 @@ func (st *Stack) startStateMachines(tpl *cfn.Template, env cfn.Env, dir string) 
 
 // startRules routes the template's event rules (and, when asked, its
 // schedules) to their functions.
-func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, schedules bool) error {
+func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]string, schedules bool) error {
 	rules, err := tpl.Rules(env)
 	if err != nil {
 		return err
-	}
-	fns, err := tpl.Functions(env)
-	if err != nil {
-		return err
-	}
-	names := map[string]string{}
-	for _, f := range fns {
-		names[f.LogicalID] = f.Name
 	}
 	for _, r := range rules {
 		if !r.Enabled {
@@ -323,18 +319,10 @@ func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, schedules bool) erro
 	return nil
 }
 
-func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, addr string) error {
+func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]string, addr string) error {
 	routes, err := tpl.APIRoutes(env)
 	if err != nil {
 		return err
-	}
-	fns, err := tpl.Functions(env)
-	if err != nil {
-		return err
-	}
-	names := map[string]string{}
-	for _, f := range fns {
-		names[f.LogicalID] = f.Name
 	}
 	var rs []apigw.Route
 	stage := ""
