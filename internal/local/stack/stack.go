@@ -91,33 +91,38 @@ const (
 
 // Start runs the stack. Close stops it; on error, Start stops whatever it
 // had started.
-func Start(ctx context.Context, opts Options) (st *Stack, err error) {
+func Start(ctx context.Context, opts Options) (*Stack, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st = &Stack{Tables: map[string]string{}, StateMachines: map[string]string{}, log: log}
-	defer func() {
-		if err != nil {
-			st.Close(context.Background())
-			st = nil
+	st := &Stack{Tables: map[string]string{}, StateMachines: map[string]string{}, log: log}
+	if err := st.start(ctx, opts); err != nil {
+		if cerr := st.Close(context.Background()); cerr != nil {
+			log.Error("stop after failed start", "error", cerr)
 		}
-	}()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (st *Stack) start(ctx context.Context, opts Options) (err error) {
+	log := st.log
 
 	tplPath, err := templatePath(opts.Template)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tpl, err := cfn.Load(tplPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	env := cfn.Env{Region: Region, AccountID: AccountID, Parameters: opts.Parameters}
 
 	if st.DynamoDBEndpoint = opts.DynamoDBEndpoint; st.DynamoDBEndpoint == "" {
 		st.ddb, err = ddblocal.Start(ctx, ddblocal.Options{DataDir: opts.DataDir, Logger: log.With("component", "dynamodb-local")})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		st.DynamoDBEndpoint = st.ddb.Endpoint()
 	}
@@ -134,7 +139,7 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		Logger:    log.With("component", "stepfunctions"),
 	})
 	if st.SFNEndpoint, err = st.SFN.Listen(""); err != nil {
-		return nil, fmt.Errorf("start Step Functions endpoint: %w", err)
+		return fmt.Errorf("start Step Functions endpoint: %w", err)
 	}
 
 	// The functions' SDK clients find the local endpoints the way they
@@ -149,34 +154,34 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	setDefault("AWS_ACCESS_KEY_ID", "local")
 	setDefault("AWS_SECRET_ACCESS_KEY", "local")
 	if st.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
+		return fmt.Errorf("load AWS configuration: %w", err)
 	}
 	st.AWS.Logger = sdklog.New(log)
 
 	if err := st.createTables(ctx, tpl, env); err != nil {
-		return nil, err
+		return err
 	}
 	fns, err := tpl.Functions(env)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	names := map[string]string{} // function logical ID -> name
 	for _, f := range fns {
 		names[f.LogicalID] = f.Name
 	}
 	if err := st.startFunctions(ctx, fns, tplPath); err != nil {
-		return nil, err
+		return err
 	}
 	if err := st.startStateMachines(tpl, env, filepath.Dir(tplPath)); err != nil {
-		return nil, err
+		return err
 	}
 	if err := st.startRules(tpl, env, names, opts.Schedules); err != nil {
-		return nil, err
+		return err
 	}
 	if err := st.startAPI(tpl, env, names, opts.APIAddr); err != nil {
-		return nil, err
+		return err
 	}
-	return st, nil
+	return nil
 }
 
 func setDefault(k, v string) {
