@@ -374,7 +374,8 @@ func apiStage(tpl *cfn.Template, env cfn.Env, id string) (string, error) {
 	return r.String(res.Properties.Get("StageName"))
 }
 
-// Close stops the stack: the API, the running executions, the event bus,
+// Close stops the stack: the API, then the running executions (given until
+// ctx ends to finish, then aborted), the event bus,
 // then DynamoDB Local if the stack started it.
 func (st *Stack) Close(ctx context.Context) error {
 	var errs []error
@@ -385,7 +386,7 @@ func (st *Stack) Close(ctx context.Context) error {
 		}
 	}
 	if st.SFN != nil {
-		errs = append(errs, st.SFN.Close())
+		errs = append(errs, st.SFN.Shutdown(ctx))
 	}
 	if st.Bus != nil {
 		errs = append(errs, st.Bus.Close(ctx))
