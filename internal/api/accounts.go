@@ -21,8 +21,6 @@ type Accounts interface {
 
 var _ Accounts = (*ledger.Ledger)(nil)
 
-var errAccountNotFound = ledger.ErrAccountNotFound
-
 // AccountView is the account resource: balance and the newest entries.
 type AccountView struct {
 	ledger.Account
@@ -33,7 +31,7 @@ func (h *Handler) getAccount(ctx context.Context, req events.APIGatewayProxyRequ
 	id := req.PathParameters["accountId"]
 	acct, err := h.accounts.Account(ctx, id)
 	if err != nil {
-		if !errors.Is(err, ledger.ErrAccountNotFound) {
+		if !errors.Is(err, ledger.ErrAccountNotFound) && !errors.Is(err, ledger.ErrInvalidInput) {
 			h.log.ErrorContext(ctx, "read account failed", "accountId", id, "error", err)
 		}
 		return problemResponse(problemFor(err), req.Path, nil)

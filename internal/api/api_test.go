@@ -430,6 +430,7 @@ func TestGetTransfer(t *testing.T) {
 		{"owner", alice, id, 200},
 		{"another caller", bob, id, 404},
 		{"unknown", alice, "nope", 404},
+		{"longer than an execution name", alice, strings.Repeat("x", 81), 404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -457,8 +458,10 @@ func TestGetAccount(t *testing.T) {
 	if view.ID != "acct-a" || view.Balance != 5000 || view.Currency != "EUR" || view.Entries == nil {
 		t.Fatalf("account %+v", view)
 	}
-	resp = e.do(get(alice, "/accounts/{accountId}", "/accounts/ghost", map[string]string{"accountId": "ghost"}))
-	if p := problemOf(t, resp); resp.StatusCode != 404 || p.Code != api.CodeNotFound {
-		t.Fatalf("unknown account: %d %+v", resp.StatusCode, p)
+	for _, id := range []string{"ghost", strings.Repeat("a", 300), "a\x01b"} {
+		resp = e.do(get(alice, "/accounts/{accountId}", "/accounts/"+id, map[string]string{"accountId": id}))
+		if p := problemOf(t, resp); resp.StatusCode != 404 || p.Code != api.CodeNotFound {
+			t.Fatalf("account %q: %d %+v", id, resp.StatusCode, p)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -67,7 +68,10 @@ func problemFor(err error) Problem {
 			"See errors for each invalid field; nothing was stored.")
 		p.Errors = verr.Fields
 		return p
-	case errors.Is(err, errNotFound), errors.Is(err, idempotency.ErrNotFound), errors.Is(err, errAccountNotFound):
+	case errors.Is(err, errNotFound), errors.Is(err, idempotency.ErrNotFound),
+		errors.Is(err, ledger.ErrAccountNotFound), errors.Is(err, ledger.ErrInvalidInput):
+		// An id that cannot exist (too long, control characters) is as
+		// absent as one that does not.
 		return newProblem(http.StatusNotFound, CodeNotFound, "Not found", "")
 	case errors.Is(err, errNoCaller):
 		return newProblem(http.StatusForbidden, CodeUnauthenticated, "Caller not identified",

@@ -15,6 +15,10 @@ import (
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
+// maxTransferIDLength is the longest transfer id: a Step Functions
+// execution name.
+const maxTransferIDLength = 80
+
 // HeaderReplayed marks a response answered from an earlier request's record.
 const HeaderReplayed = "Idempotent-Replayed"
 
@@ -121,6 +125,10 @@ func (h *Handler) answer(rec idempotency.Record, base string, replayed bool) eve
 
 func (h *Handler) getTransfer(ctx context.Context, scope string, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
 	id := req.PathParameters["transferId"]
+	if len(id) == 0 || len(id) > maxTransferIDLength {
+		// Transfer ids are execution names: at most 80 characters.
+		return problemResponse(problemFor(errNotFound), req.Path, nil)
+	}
 	rec, err := h.records.FindByResourceID(ctx, scope, id)
 	if err != nil {
 		if !errors.Is(err, idempotency.ErrNotFound) {

@@ -11,7 +11,6 @@ import (
 	"io"
 	"regexp"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -95,20 +94,17 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 		return Request{}, ErrBodyTooLarge
 	}
 	verr := &ValidationError{}
-	var w wire
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			name = strings.Trim(name, `"`)
-			verr.add(name, "unknown_field", fmt.Sprintf("%q is not a field of a transfer request", name))
-			return Request{}, verr
-		}
-		verr.add("", "malformed_json", jsonProblem(err))
+	if !checkFieldNames(verr, body) {
 		return Request{}, verr
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		verr.add("", "malformed_json", "the body must hold exactly one JSON object")
+	var w wire
+	if err := json.Unmarshal(body, &w); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Field != "" {
+			verr.add(typ.Field, "invalid_type", fmt.Sprintf("%s must be a %s", typ.Field, expectedType(typ.Field)))
+		} else {
+			verr.add("", "malformed_json", jsonProblem(err, ""))
+		}
 		return Request{}, verr
 	}
 
@@ -139,26 +135,75 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	return r, nil
 }
 
-func jsonProblem(err error) string {
+// fields are the names a request may carry, matched exactly.
+var fields = map[string]bool{
+	"sourceAccountId": true, "destinationAccountId": true, "amount": true, "currency": true, "reference": true,
+}
+
+// checkFieldNames reads the body's top-level names and refuses anything
+// but one JSON object whose names are known, spelled exactly, each once.
+// (encoding/json alone matches names case-insensitively and lets a
+// repeated name's last value win, so two readers of one body could see
+// two different transfers.)
+func checkFieldNames(verr *ValidationError, body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		verr.add("", "malformed_json", jsonProblem(err, "the body must be a JSON object"))
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			verr.add("", "malformed_json", jsonProblem(err, ""))
+			return false
+		}
+		name, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			verr.add("", "malformed_json", jsonProblem(err, ""))
+			return false
+		}
+		switch {
+		case !fields[name]:
+			verr.add(name, "unknown_field", fmt.Sprintf("%q is not a field of a transfer request (names are case-sensitive)", name))
+		case seen[name]:
+			verr.add(name, "duplicate_field", fmt.Sprintf("%q appears more than once", name))
+		}
+		seen[name] = true
+	}
+	if _, err := dec.Token(); err != nil {
+		verr.add("", "malformed_json", jsonProblem(err, ""))
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		verr.add("", "malformed_json", "the body must hold exactly one JSON object")
+		return false
+	}
+	return len(verr.Fields) == 0
+}
+
+func jsonProblem(err error, fallback string) string {
 	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
 		return fmt.Sprintf("the body is not valid JSON (at byte %d)", syn.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("%s must be a %s", typ.Field, jsonType(typ.Type.Kind().String()))
-	case errors.Is(err, io.EOF):
-		return "the body is empty; a JSON object is required"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		if fallback != "" && errors.Is(err, io.EOF) {
+			return "the body is empty; a JSON object is required"
+		}
+		return "the body ends before its JSON object does"
+	case err == nil && fallback != "":
+		return fallback
 	}
-
-	return "the body is not a valid transfer request: " + err.Error()
+	return "the body is not valid JSON"
 }
 
-func jsonType(kind string) string {
-	if kind == "ptr" {
-		return "string"
+func expectedType(field string) string {
+	if field == "amount" {
+		return "whole number"
 	}
-	return kind
+	return "string"
 }
 
 func accountID(verr *ValidationError, field string, v *string) string {

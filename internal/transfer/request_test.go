@@ -67,7 +67,11 @@ func TestParseRequestInvalid(t *testing.T) {
 		{"empty destination", `{"sourceAccountId":"a","destinationAccountId":"","currency":"EUR","amount":5}`, "destinationAccountId", "invalid_account_id"},
 		{"account with space", `{"sourceAccountId":"a b","destinationAccountId":"c","currency":"EUR","amount":5}`, "sourceAccountId", "invalid_account_id"},
 		{"account too long", `{"sourceAccountId":"` + strings.Repeat("a", 65) + `","destinationAccountId":"c","currency":"EUR","amount":5}`, "sourceAccountId", "invalid_account_id"},
-		{"account of wrong type", `{"sourceAccountId":5,"destinationAccountId":"c","currency":"EUR","amount":5}`, "", "malformed_json"},
+		{"account of wrong type", `{"sourceAccountId":5,"destinationAccountId":"c","currency":"EUR","amount":5}`, "sourceAccountId", "invalid_type"},
+		{"name in another case", `{` + valid + `,"amount":5,"Amount":7}`, "Amount", "unknown_field"},
+		{"repeated name", `{` + valid + `,"amount":5,"currency":"USD"}`, "currency", "duplicate_field"},
+		{"truncated", `{` + valid + `,"amount":5`, "", "malformed_json"},
+		{"syntax error", `{` + valid + `,"amount":5,}`, "", "malformed_json"},
 		{"reference too long", `{` + valid + `,"amount":5,"reference":"` + strings.Repeat("é", 141) + `"}`, "reference", "invalid_reference"},
 		{"reference with control character", `{` + valid + `,"amount":5,"reference":"a\u0007b"}`, "reference", "invalid_reference"},
 	}
