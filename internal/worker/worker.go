@@ -241,6 +241,9 @@ func (w *Worker) fail(ctx context.Context, task Task, err error) error {
 	switch {
 	case errors.As(err, &iv):
 		message = fmt.Sprintf("%s %s: invalid task: %s: %s", w.verb(), task.TransferID, taskField(w.kind, iv.Field), iv.Problem)
+	case class == ledger.ClassBusiness:
+		// Stored with the failed transfer and shown to its client.
+		message = businessMessage(name, task.leg(w.kind))
 	case name == TypeLedgerUnavailable:
 		// The SDK's detail (request ids, table names) stays in the log.
 		message = fmt.Sprintf("%s %s: the ledger is temporarily unavailable", w.verb(), task.TransferID)
@@ -260,4 +263,20 @@ func (w *Worker) fail(ctx context.Context, task Task, err error) error {
 		slog.String("error", err.Error()),
 	)
 	return messages.InvokeResponse_Error{Type: name, Message: message}
+}
+
+// businessMessage is the sentence a client reads when the ledger refuses a
+// transfer.
+func businessMessage(name string, l ledger.Leg) string {
+	switch name {
+	case TypeInsufficientFunds:
+		return fmt.Sprintf("Account %s has insufficient funds for %d %s (minor units).", l.AccountID, l.Amount, l.Currency)
+	case TypeAccountNotFound:
+		return fmt.Sprintf("Account %s does not exist.", l.AccountID)
+	case TypeCurrencyMismatch:
+		return fmt.Sprintf("Account %s does not hold %s.", l.AccountID, l.Currency)
+	case TypeAccountClosed:
+		return fmt.Sprintf("Account %s is closed.", l.AccountID)
+	}
+	return fmt.Sprintf("The ledger refused the %s on account %s.", strings.ToLower(string(l.Kind)), l.AccountID)
 }
