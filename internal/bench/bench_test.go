@@ -6,6 +6,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,6 +34,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		// No benchmark asked for (a plain go test ./...): no stack to start.
+		return m.Run()
+	}
 	var err error
 	st, err = stack.Start(context.Background(), stack.Options{})
 	if err != nil {

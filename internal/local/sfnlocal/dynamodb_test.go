@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -19,16 +20,17 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/internal/local/asl"
+	"github.com/exactlyonce/transfers/internal/local/ddbtest"
 )
 
-// requireDynamoDB skips the test when no DynamoDB Local endpoint is
-// configured.
+// requireDynamoDB returns the DynamoDB Local endpoint TestMain started.
 func requireDynamoDB(t *testing.T) string {
 	t.Helper()
-	if dynamoDBEndpoint == "" {
-		t.Skip("AWS_ENDPOINT_URL_DYNAMODB is not set: no DynamoDB Local to run the dynamodb:* integrations against")
+	endpoint := os.Getenv(ddbtest.EnvEndpoint)
+	if endpoint == "" {
+		t.Fatal("no DynamoDB Local endpoint: TestMain did not start one")
 	}
-	return dynamoDBEndpoint
+	return endpoint
 }
 
 // createTable creates a table with a string hash key "pk" in DynamoDB

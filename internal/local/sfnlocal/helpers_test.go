@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"os"
 	"reflect"
 	"sync"
 	"testing"
@@ -17,19 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/exactlyonce/transfers/internal/local/ddbtest"
 )
 
-// dynamoDBEndpoint is the DynamoDB Local endpoint the dynamodb:* tests use,
-// from AWS_ENDPOINT_URL_DYNAMODB; empty skips them.
-var dynamoDBEndpoint string
-
-func TestMain(m *testing.M) {
-	dynamoDBEndpoint = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
-	if dynamoDBEndpoint == "" {
-		fmt.Fprintln(os.Stderr, "sfnlocal: AWS_ENDPOINT_URL_DYNAMODB is not set: the dynamodb:* integration tests against DynamoDB Local will be skipped")
-	}
-	os.Exit(m.Run())
-}
+// TestMain gives the dynamodb:* integration tests a DynamoDB Local.
+func TestMain(m *testing.M) { ddbtest.Main(m) }
 
 // testTimeout bounds every wait in the tests; nothing waits for real
 // intervals, so reaching it means a hang.
