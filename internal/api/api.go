@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -39,6 +40,9 @@ type Config struct {
 	MaxAmount int64
 }
 
+// answerReserve is the time kept before the function's deadline to answer.
+const answerReserve = 500 * time.Millisecond
+
 // Handler serves the API.
 type Handler struct {
 	cfg        Config
@@ -56,6 +60,14 @@ func New(cfg Config, records Records, executions Executions, accounts Accounts, 
 
 // Handle serves one API Gateway request.
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	if deadline, ok := ctx.Deadline(); ok {
+		// Keep time to answer: a call still waiting when the function's
+		// own timeout strikes would leave the client a 502, not a 503
+		// it knows to retry.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-answerReserve))
+		defer cancel()
+	}
 	instance := req.Path
 	scope, ok := callerScope(req.RequestContext)
 	if !ok {

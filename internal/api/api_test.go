@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -463,5 +465,40 @@ func TestGetAccount(t *testing.T) {
 		if p := problemOf(t, resp); resp.StatusCode != 404 || p.Code != api.CodeNotFound {
 			t.Fatalf("account %q: %d %+v", id, resp.StatusCode, p)
 		}
+	}
+}
+
+// A remote call that would outlive the function fails in time for a 503.
+func TestPostAnswersBeforeTheDeadline(t *testing.T) {
+	e := newEnv(t)
+	// A listener that accepts connections and never answers: Step
+	// Functions hanging.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	hung := e.newHandler(sfnClient(e.db, "http://"+ln.Addr().String()), e.store)
+	deadline := time.Now().Add(2 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	resp, err := hung.Handle(ctx, post(alice, "k", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().After(deadline) {
+		t.Fatalf("answered after the function's deadline")
+	}
+	if resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" {
+		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 	}
 }
