@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+func TestConstructorsCheckTheirEnvironment(t *testing.T) {
+	full := map[string]string{
+		"IDEMPOTENCY_TABLE": "idem", "LEDGER_TABLE": "ledger",
+		"STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:T",
+	}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range full {
+			m[a] = b
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		fn      string
+		env     map[string]string
+		wantErr string
+	}{
+		{"orchestrator", "orchestrator", full, ""},
+		{"orchestrator without table", "orchestrator", with("IDEMPOTENCY_TABLE", ""), "IDEMPOTENCY_TABLE"},
+		{"orchestrator without state machine", "orchestrator", with("STATE_MACHINE_ARN", ""), "STATE_MACHINE_ARN"},
+		{"orchestrator with bad retention", "orchestrator", with("RETENTION_HOURS", "0"), "RETENTION_HOURS"},
+		{"orchestrator with bad cap", "orchestrator", with("MAX_TRANSFER_AMOUNT", "ten"), "MAX_TRANSFER_AMOUNT"},
+		{"debit", "debit", full, ""},
+		{"credit without ledger table", "credit", with("LEDGER_TABLE", ""), "LEDGER_TABLE"},
+		{"refund", "refund", full, ""},
+		{"reaper", "reaper", full, ""},
+		{"reaper without state machine", "reaper", with("STATE_MACHINE_ARN", ""), "STATE_MACHINE_ARN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			build, ok := Functions[tt.fn]
+			if !ok {
+				t.Fatalf("no constructor for %s", tt.fn)
+			}
+			env := tt.env
+			h, err := build(context.Background(), func(k string) string { return env[k] }, aws.Config{Region: "us-east-1"}, slog.New(slog.DiscardHandler))
+			switch {
+			case tt.wantErr == "" && (err != nil || h == nil):
+				t.Fatalf("build = %v, %v", h, err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+			}
+		})
+	}
+}
