@@ -65,7 +65,7 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { srv.Close() })
 	e := &env{t: t, db: db, table: tables["IdempotencyTable"], arn: srv.StateMachineARN("Transfers")}
-	e.sfn = sfnClient(db, endpoint)
+	e.sfn = sfn.New(sfn.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: db.Options().Credentials})
 	e.store = idempotency.NewStore(db, e.table)
 	if e.ledger, err = ledger.New(db, ledger.Config{LedgerTable: tables["LedgerTable"], IdempotencyTable: e.table}); err != nil {
 		t.Fatal(err)
@@ -77,6 +77,7 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// sfnClient is a client without retries, for endpoints that fail.
 func sfnClient(db *dynamodb.Client, endpoint string) *sfn.Client {
 	return sfn.New(sfn.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: db.Options().Credentials, RetryMaxAttempts: 1})
 }

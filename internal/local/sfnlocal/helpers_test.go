@@ -261,15 +261,20 @@ func newTestEnv(t *testing.T, machines map[string]string, configure func(*Config
 }
 
 // newSFNClient returns an unmodified SDK client for endpoint, with static
-// credentials and no retries.
-func newSFNClient(endpoint string) *sfn.Client {
+// credentials and the SDK's default retries (which cover net/http's rare
+// closed-connection race on a reused connection, aws/aws-sdk-go-v2#2737;
+// none of the errors the tests expect is retryable).
+func newSFNClient(endpoint string, optFns ...func(*sfn.Options)) *sfn.Client {
 	return sfn.New(sfn.Options{
-		BaseEndpoint:     aws.String(endpoint),
-		Region:           "us-east-1",
-		Credentials:      credentials.NewStaticCredentialsProvider("AKIDLOCAL", "secret", ""),
-		RetryMaxAttempts: 1,
-	})
+		BaseEndpoint: aws.String(endpoint),
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDLOCAL", "secret", ""),
+	}, optFns...)
 }
+
+// noRetries makes a client report the first failure, for calls that are
+// meant to fail retryably (a closed endpoint, ServiceUnavailable).
+func noRetries(o *sfn.Options) { o.RetryMaxAttempts = 1 }
 
 func (env *testEnv) smARN(name string) string { return env.srv.StateMachineARN(name) }
 

@@ -98,7 +98,7 @@ func TestListen(t *testing.T) {
 	if _, err := srv.Listen(""); err == nil {
 		t.Error("second Listen succeeded, want an error")
 	}
-	client := newSFNClient(endpoint)
+	client := newSFNClient(endpoint, noRetries)
 	ctx := testContext(t)
 	out, err := client.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(srv.StateMachineARN("Pass"))})
 	if err != nil {
@@ -159,7 +159,7 @@ func TestShutdown(t *testing.T) {
 			if info.Status != tc.wantStatus || info.Cause != tc.wantCause {
 				t.Errorf("after Shutdown: %s cause %q, want %s %q", info.Status, info.Cause, tc.wantStatus, tc.wantCause)
 			}
-			_, err = env.client.StartExecution(testContext(t), &sfn.StartExecutionInput{StateMachineArn: aws.String(env.smARN("Block"))})
+			_, err = newSFNClient(env.url, noRetries).StartExecution(testContext(t), &sfn.StartExecutionInput{StateMachineArn: aws.String(env.smARN("Block"))})
 			var apiErr smithy.APIError
 			if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "ServiceUnavailable" {
 				t.Errorf("start after Shutdown: err = %v, want ServiceUnavailable", err)
