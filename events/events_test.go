@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,12 +28,15 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/apigw"
+	"github.com/exactlyonce/transfers/internal/local/ddbtest"
 	"github.com/exactlyonce/transfers/internal/local/eventbus"
 	"github.com/exactlyonce/transfers/internal/local/lambdarun"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
@@ -95,6 +99,10 @@ func samplesOf(k kind) []sample {
 	}
 	return out
 }
+
+// TestMain runs the tests with a DynamoDB Local for the state machine's
+// tables and ledger (internal/local/ddbtest).
+func TestMain(m *testing.M) { ddbtest.Main(m) }
 
 // ---- loading -------------------------------------------------------------
 
@@ -978,27 +986,221 @@ func TestScheduledEventIsWhatTheScheduleDelivers(t *testing.T) {
 
 // ---- the state machine -----------------------------------------------------
 
-// poster is a ledger that answers every leg with fail(kind), or posts it.
-type poster struct {
-	fail func(ledger.Kind) error
+// network is how a part of the stack reaches DynamoDB.
+type network int
+
+const (
+	// reachable: DynamoDB Local.
+	reachable network = iota
+	// refused: a loopback port nobody listens on, so every connection is
+	// refused at once, as when DynamoDB cannot be reached at all.
+	refused
+	// partitioned: a loopback port that accepts connections and never
+	// answers (blackHole), as over a network partition: a request hangs
+	// until its caller gives up.
+	partitioned
+)
+
+// refusedEndpoint is a loopback port nobody listens on.
+const refusedEndpoint = "http://127.0.0.1:1"
+
+// endpoint is the DynamoDB endpoint of a part on network n.
+func endpoint(t *testing.T, n network) string {
+	t.Helper()
+	switch n {
+	case reachable:
+		return os.Getenv(ddbtest.EnvEndpoint) // checked by ddbtest.Client
+	case refused:
+		return refusedEndpoint
+	case partitioned:
+		return blackHole(t)
+	}
+	t.Fatalf("unknown network %d", n)
+	return ""
 }
 
-func (p poster) Post(_ context.Context, leg ledger.Leg) (ledger.Entry, error) {
-	if err := p.fail(leg.Kind); err != nil {
-		return ledger.Entry{}, fmt.Errorf("%s %s: %w", strings.ToLower(string(leg.Kind)), leg.TransferID, err)
+// blackHole listens on a loopback port, accepts every connection and
+// never reads or answers: it stands for a network partition between a
+// client and DynamoDB. It closes the listener and the connections when
+// the test ends.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("black hole: %v", err)
 	}
-	amount := leg.Amount
-	if leg.Kind == ledger.Debit {
-		amount = -amount
-	}
-	return ledger.Entry{
-		AccountID: leg.AccountID, TransferID: leg.TransferID, Kind: leg.Kind, Amount: amount,
-		Currency: leg.Currency, CounterpartyAccountID: leg.CounterpartyAccountID, PostedAt: time.Now().UTC(),
-	}, nil
+	var conns []net.Conn // appended by the accept loop only, read after it ended
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String()
 }
 
-// legs runs the real leg workers on a fake ledger and records the payload
-// of every invocation by function name.
+// onNetwork returns client, or a copy of it that sends its requests to
+// network n without retrying them, so the ledger reports the failure of
+// the first attempt.
+func onNetwork(t *testing.T, client *dynamodb.Client, n network) *dynamodb.Client {
+	t.Helper()
+	if n == reachable {
+		return client
+	}
+	url := endpoint(t, n)
+	return dynamodb.New(client.Options(), func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(url)
+		o.RetryMaxAttempts = 1
+	})
+}
+
+// retarget returns the state machine's definition with its dynamodb:*
+// tasks on table. The template resolves !Ref IdempotencyTable, and so
+// ${IdempotencyTableName}, to the table's name in cfn.Env{}, while each
+// test works on copies of the tables under unique names (ddbtest.Tables):
+// the definition must name the test's copy, as a deployed definition
+// names the stack's table.
+func retarget(t *testing.T, sm cfn.StateMachine, table string) []byte {
+	t.Helper()
+	r, err := cfn.NewResolver(tpl(t), cfn.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := tpl(t).Resources["IdempotencyTable"]
+	if !ok {
+		t.Fatal("the template has no IdempotencyTable")
+	}
+	templateName, err := r.PhysicalName(res)
+	if err != nil {
+		t.Fatalf("IdempotencyTable name: %v", err)
+	}
+	field := regexp.MustCompile(`"TableName"\s*:\s*` + regexp.QuoteMeta(string(marshal(t, templateName))))
+	def := field.ReplaceAll(sm.Definition, []byte(`"TableName": `+string(marshal(t, table))))
+
+	var parsed struct {
+		States map[string]struct {
+			Resource   string `json:"Resource"`
+			Parameters struct {
+				TableName string `json:"TableName"`
+			} `json:"Parameters"`
+		} `json:"States"`
+	}
+	if err := json.Unmarshal(def, &parsed); err != nil {
+		t.Fatalf("state machine definition: %v", err)
+	}
+	tasks := 0
+	for name, st := range parsed.States {
+		if !strings.HasPrefix(st.Resource, "arn:aws:states:::dynamodb:") {
+			continue
+		}
+		tasks++
+		if st.Parameters.TableName != table {
+			t.Fatalf("state %s works on table %q, want %s (the template's %s)", name, st.Parameters.TableName, table, templateName)
+		}
+	}
+	if tasks == 0 {
+		t.Fatalf("the state machine has no dynamodb task on %s", templateName)
+	}
+	return def
+}
+
+// account is an account opened on the ledger before an execution.
+type account struct {
+	id       string
+	currency string
+	balance  int64
+}
+
+// ledgerParts are the real parts an execution works on: fresh copies of
+// the template's tables on DynamoDB Local and the ledger on them.
+type ledgerParts struct {
+	client *dynamodb.Client
+	tables ddbtest.TableNames
+	ledger *ledger.Ledger
+}
+
+func newLedgerParts(t *testing.T, accounts []account) ledgerParts {
+	t.Helper()
+	client := ddbtest.Client(t)
+	tables := ddbtest.Tables(t, client)
+	p := ledgerParts{client: client, tables: tables}
+	p.ledger = p.newLedger(t, client)
+	for _, a := range accounts {
+		created, err := p.ledger.OpenAccount(t.Context(), a.id, a.currency, a.balance)
+		if err != nil || !created {
+			t.Fatalf("OpenAccount(%s, %s, %d) = %v, %v; want a new account", a.id, a.currency, a.balance, created, err)
+		}
+	}
+	return p
+}
+
+// newLedger is a ledger on the parts' tables through client.
+func (p ledgerParts) newLedger(t *testing.T, client *dynamodb.Client) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.New(client, ledger.Config{LedgerTable: p.tables["LedgerTable"], IdempotencyTable: p.tables["IdempotencyTable"]})
+	if err != nil {
+		t.Fatalf("ledger.New: %v", err)
+	}
+	return l
+}
+
+func (p ledgerParts) records() *idempotency.Store {
+	return idempotency.NewStore(p.client, p.tables["IdempotencyTable"])
+}
+
+// reserve puts the idempotency record of the workflow input RESERVED, as
+// the orchestrator does before it starts the execution: the record of
+// api-post-transfer.json's Idempotency-Key for its caller, with its
+// canonical request, the input's transfer id and, as its creation time,
+// the input's createdAt. It fails unless the orchestrator would start
+// that record's execution with exactly this input.
+func (p ledgerParts) reserve(t *testing.T, input string) {
+	t.Helper()
+	var in transfer.WorkflowInput
+	if err := json.Unmarshal([]byte(input), &in); err != nil {
+		t.Fatal(err)
+	}
+	created, err := time.Parse(time.RFC3339Nano, in.CreatedAt)
+	if err != nil {
+		t.Fatalf("createdAt: %v", err)
+	}
+	post := decodeAPIEvent(t, read(t, "api-post-transfer.json"))
+	req, err := transfer.ParseRequest([]byte(post.Body), 1<<62)
+	if err != nil {
+		t.Fatalf("api-post-transfer.json body: %v", err)
+	}
+	canonical := req.Canonical()
+	// internal/api scopes an IAM caller as "iam:" + its ARN.
+	scope, key := "iam:"+post.RequestContext.Identity.UserArn, post.Headers["Idempotency-Key"]
+	store := idempotency.NewStore(p.client, p.tables["IdempotencyTable"], idempotency.WithClock(func() time.Time { return created }))
+	rec, ok, err := store.Reserve(t.Context(), idempotency.Reservation{
+		Scope: scope, Key: key, Fingerprint: idempotency.Fingerprint(canonical), ResourceID: in.TransferID, Request: canonical,
+	})
+	if err != nil || !ok {
+		t.Fatalf("Reserve = %v, %v; want a new record", ok, err)
+	}
+	if rec.Key != in.RecordKey {
+		t.Fatalf("the record of Idempotency-Key %s for %s is %s, but the workflow input names %s", key, scope, rec.Key, in.RecordKey)
+	}
+	if again, err := transfer.NewWorkflowInput(rec); err != nil || string(again) != input {
+		t.Fatalf("the orchestrator starts the reserved transfer with\n%s (%v), not the sample's input\n%s", again, err, input)
+	}
+}
+
+// legs runs the real leg workers and records the payload of every
+// invocation by function name.
 type legs struct {
 	workers map[string]*worker.Worker
 
@@ -1006,11 +1208,11 @@ type legs struct {
 	payloads map[string][][]byte
 }
 
-func newLegs(t *testing.T, fns map[string]cfn.Function, fail func(ledger.Kind) error) *legs {
+func newLegs(t *testing.T, fns map[string]cfn.Function, ledgers map[ledger.Kind]*ledger.Ledger) *legs {
 	t.Helper()
 	l := &legs{workers: map[string]*worker.Worker{}, payloads: map[string][][]byte{}}
 	for id, kind := range map[string]ledger.Kind{"DebitFunction": ledger.Debit, "CreditFunction": ledger.Credit, "RefundFunction": ledger.Refund} {
-		w, err := worker.New(kind, poster{fail}, slog.New(slog.DiscardHandler))
+		w, err := worker.New(kind, ledgers[kind], slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1062,37 +1264,14 @@ func (p *publisher) last() []byte {
 	return p.events[len(p.events)-1]
 }
 
-// fakeDynamoDB answers every request of the workflow's dynamodb:updateItem
-// tasks with success, or holds it until the client gives up.
-func fakeDynamoDB(t *testing.T, hold bool) *httptest.Server {
-	t.Helper()
-	stop := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Amz-Target") != "DynamoDB_20120810.UpdateItem" {
-			http.Error(w, `{"__type":"com.amazon.coral.validate#ValidationException","message":"unexpected operation"}`, http.StatusBadRequest)
-			return
-		}
-		if hold {
-			select {
-			case <-r.Context().Done():
-			case <-stop:
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-		_, _ = io.WriteString(w, "{}")
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(stop) })
-	return srv
-}
-
 // TestStateMachineSendsTheSamples runs the template's transfer state
 // machine on the local Step Functions runtime (internal/local/sfnlocal)
-// with the real leg workers over a fake ledger and a fake DynamoDB, from
-// the samples' workflow input. The task payloads it sends are the task
-// samples, and the status change events it publishes are the reaper
-// samples (id and dates aside).
+// from the samples' workflow input, with its dynamodb tasks on DynamoDB
+// Local and the real leg workers over the real ledger there. The failures
+// are real ones: a ledger DynamoDB refuses to connect to, an account that
+// does not exist, a network partition. The task payloads the machine
+// sends are the task samples, and the status change events it publishes
+// are the reaper samples (id and dates aside).
 func TestStateMachineSendsTheSamples(t *testing.T) {
 	sm := stateMachine(t)
 	fns := functions(t)
@@ -1103,24 +1282,21 @@ func TestStateMachineSendsTheSamples(t *testing.T) {
 	if err := json.Unmarshal(read(t, "reaper-execution-timed-out.json"), &timedOut); err != nil {
 		t.Fatal(err)
 	}
-	unavailable := func(k ledger.Kind) error {
-		if k == ledger.Credit {
-			return fmt.Errorf("%w: throughput exceeded", ledger.ErrUnavailable)
-		}
-		return nil
-	}
-	rejected := func(k ledger.Kind) error {
-		if k == ledger.Credit {
-			return ledger.ErrAccountNotFound
-		}
-		return nil
-	}
+	const opening = 100000
+	alice, bob := account{"demo-alice", "EUR", opening}, account{"demo-bob", "EUR", opening}
 	tests := []struct {
-		name      string
-		input     string
-		fail      func(ledger.Kind) error
-		holdDDB   bool
-		timeScale float64
+		name  string
+		input string
+		// reserve puts the input's idempotency record RESERVED first, as
+		// the orchestrator does. The timed-out transfer's Idempotency-Key
+		// is in no sample, so its record cannot be reserved; that machine
+		// never reaches the table anyway.
+		reserve  bool
+		accounts []account
+		// creditNet is how the credit worker's ledger reaches DynamoDB,
+		// machineNet how the machine's dynamodb tasks do.
+		creditNet, machineNet network
+		timeScale             float64
 		// wantEvent is the sample the terminal status change event must
 		// equal; wantStatus the status when there is none.
 		wantEvent  string
@@ -1128,38 +1304,63 @@ func TestStateMachineSendsTheSamples(t *testing.T) {
 		// wantTasks maps a function's logical ID to the sample every
 		// invocation of it must equal.
 		wantTasks map[string]string
+		// wantRecord is the status the idempotency record ends in and
+		// wantSource the source's balance, when the record was reserved.
+		wantRecord idempotency.Status
+		wantSource int64
 	}{
 		{
-			name: "credit unavailable after retries", input: failedInput, fail: unavailable, timeScale: 0.01,
-			wantEvent: "reaper-execution-failed.json",
-			wantTasks: map[string]string{"DebitFunction": "debit-task.json", "CreditFunction": "credit-task.json"},
+			// The credit worker's ledger cannot connect to DynamoDB: the
+			// ledger reports ErrUnavailable, the worker LedgerUnavailable,
+			// the machine retries the credit, then fails. The debit stays
+			// committed and the record IN_PROGRESS for the reaper.
+			name: "credit unavailable after retries", input: failedInput, reserve: true,
+			accounts: []account{alice, bob}, creditNet: refused, timeScale: 0.01,
+			wantEvent:  "reaper-execution-failed.json",
+			wantTasks:  map[string]string{"DebitFunction": "debit-task.json", "CreditFunction": "credit-task.json"},
+			wantRecord: idempotency.StatusInProgress, wantSource: opening - 2500,
 		},
 		{
-			name: "credit rejected, debit refunded", input: failedInput, fail: rejected, timeScale: 0.01,
+			// demo-bob does not exist: the credit is AccountNotFound, the
+			// debit is refunded and the transfer stored as FAILED.
+			name: "credit rejected, debit refunded", input: failedInput, reserve: true,
+			accounts: []account{alice}, timeScale: 0.01,
 			wantStatus: "SUCCEEDED",
 			wantTasks:  map[string]string{"DebitFunction": "debit-task.json", "CreditFunction": "credit-task.json", "RefundFunction": "refund-task.json"},
+			wantRecord: idempotency.StatusFailed, wantSource: opening,
 		},
 		{
-			name: "machine timeout", input: timedOut.Detail.Input, fail: func(ledger.Kind) error { return nil },
-			holdDDB: true, timeScale: 0.001,
+			// A network partition between the machine and DynamoDB: the
+			// first task's request hangs until the machine's
+			// TimeoutSeconds (900 s, scaled down) ends the execution.
+			name: "machine timeout", input: timedOut.Detail.Input,
+			accounts: []account{alice, bob}, machineNet: partitioned, timeScale: 0.001,
 			wantEvent: "reaper-execution-timed-out.json",
 			wantTasks: map[string]string{},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ddb := fakeDynamoDB(t, tt.holdDDB)
-			lg := newLegs(t, fns, tt.fail)
+			parts := newLedgerParts(t, tt.accounts)
+			if tt.reserve {
+				parts.reserve(t, tt.input)
+			}
+			lg := newLegs(t, fns, map[ledger.Kind]*ledger.Ledger{
+				ledger.Debit:  parts.ledger,
+				ledger.Credit: parts.newLedger(t, onNetwork(t, parts.client, tt.creditNet)),
+				ledger.Refund: parts.ledger,
+			})
 			pub := &publisher{}
 			srv := sfnlocal.New(sfnlocal.Config{
-				DynamoDB:  sfnlocal.DynamoDBConfig{Endpoint: ddb.URL},
+				DynamoDB:  sfnlocal.DynamoDBConfig{Endpoint: endpoint(t, tt.machineNet)},
 				Lambda:    lg,
 				Publisher: pub,
 				TimeScale: tt.timeScale,
 				Logger:    slog.New(slog.DiscardHandler),
 			})
 			t.Cleanup(func() { _ = srv.Close() })
-			if err := srv.AddStateMachine(sfnlocal.StateMachine{Name: sm.Name, ARN: sm.ARN, Definition: sm.Definition}); err != nil {
+			def := retarget(t, sm, parts.tables["IdempotencyTable"])
+			if err := srv.AddStateMachine(sfnlocal.StateMachine{Name: sm.Name, ARN: sm.ARN, Definition: def}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -1215,6 +1416,17 @@ func TestStateMachineSendsTheSamples(t *testing.T) {
 				}
 				for i, c := range calls {
 					sameJSON(t, fmt.Sprintf("payload of %s invocation %d (%s)", id, i+1, file), generic(t, c), generic(t, read(t, file)))
+				}
+			}
+
+			if tt.reserve {
+				rec, err := parts.records().GetByRecordKey(t.Context(), in.RecordKey)
+				if err != nil || rec.Status != tt.wantRecord {
+					t.Errorf("record %s: %s, %v; want %s", in.RecordKey, rec.Status, err, tt.wantRecord)
+				}
+				source, err := parts.ledger.Account(t.Context(), alice.id)
+				if err != nil || source.Balance != tt.wantSource {
+					t.Errorf("%s balance %d, %v; want %d", alice.id, source.Balance, err, tt.wantSource)
 				}
 			}
 		})
