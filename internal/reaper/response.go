@@ -55,11 +55,9 @@ func settledResponse(rec idempotency.Record, req transfer.Request, outcome Outco
 		t.Failure = &storedFailure{Code: why.code, Detail: why.why + "; no money moved."}
 	case OutcomeReversed:
 		final, t.Status = idempotency.StatusFailed, transfer.StatusFailed
-		t.Failure = &storedFailure{
-			Code:     why.code,
-			Detail:   why.why + "; the debited amount was returned to the source account.",
-			Reversed: true,
-		}
+		// Reversed tells the client the debit was refunded; the API
+		// says so in its own words, as for the workflow's refunds.
+		t.Failure = &storedFailure{Code: why.code, Detail: why.why + ".", Reversed: true}
 	default:
 		return "", "", fmt.Errorf("no stored response for outcome %q", outcome)
 	}
