@@ -33,14 +33,11 @@ func (t *Template) APIRoutes(env Env) ([]Route, error) {
 		return nil, err
 	}
 	var out []Route
-	for _, res := range t.ResourcesOfType(TypeServerlessFunc) {
-		ok, err := r.Exists(res)
-		if err != nil {
-			return nil, r.wrapAt(res.Properties, err)
-		}
-		if !ok {
-			continue
-		}
+	resources, err := r.existing(TypeServerlessFunc)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range resources {
 		events := res.Properties.Get("Events")
 		if !events.Is(KindMapping) {
 			continue

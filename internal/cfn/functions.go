@@ -47,14 +47,11 @@ func (t *Template) Functions(env Env) ([]Function, error) {
 		return nil, err
 	}
 	var out []Function
-	for _, res := range t.ResourcesOfType(TypeServerlessFunc) {
-		ok, err := r.Exists(res)
-		if err != nil {
-			return nil, r.wrapAt(res.Properties, err)
-		}
-		if !ok {
-			continue
-		}
+	resources, err := r.existing(TypeServerlessFunc)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range resources {
 		f, err := r.function(res)
 		if err != nil {
 			return nil, err

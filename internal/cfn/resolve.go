@@ -142,6 +142,22 @@ func (r *Resolver) Exists(res *Resource) (bool, error) {
 	return r.Condition(res.Condition)
 }
 
+// existing returns the template's resources of the given types whose
+// condition holds, in document order.
+func (r *Resolver) existing(types ...string) ([]*Resource, error) {
+	var out []*Resource
+	for _, res := range r.t.ResourcesOfType(types...) {
+		ok, err := r.Exists(res)
+		if err != nil {
+			return nil, r.wrapAt(res.Properties, err)
+		}
+		if ok {
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
 func (r *Resolver) errAt(n *Node, sentinel error, format string, args ...any) error {
 	return r.t.errAt(n, sentinel, format, args...)
 }

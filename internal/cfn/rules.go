@@ -72,14 +72,11 @@ func (t *Template) Rules(env Env) ([]Rule, error) {
 	}
 	var out []Rule
 	functionARNs := map[string]string{}
-	for _, res := range t.ResourcesOfType(TypeServerlessFunc, TypeLambdaFunc) {
-		ok, err := r.Exists(res)
-		if err != nil {
-			return nil, r.wrapAt(res.Properties, err)
-		}
-		if !ok {
-			continue
-		}
+	resources, err := r.existing(TypeServerlessFunc, TypeLambdaFunc)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range resources {
 		arn, err := r.getAtt(res.Properties, res.LogicalID, "Arn")
 		if err != nil {
 			return nil, err
@@ -107,14 +104,11 @@ func (t *Template) Rules(env Env) ([]Rule, error) {
 			out = append(out, rule)
 		}
 	}
-	for _, res := range t.ResourcesOfType(TypeEventRule) {
-		ok, err := r.Exists(res)
-		if err != nil {
-			return nil, r.wrapAt(res.Properties, err)
-		}
-		if !ok {
-			continue
-		}
+	eventRules, err := r.existing(TypeEventRule)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range eventRules {
 		rules, err := r.eventsRuleResource(res, functionARNs)
 		if err != nil {
 			return nil, err

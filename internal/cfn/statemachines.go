@@ -37,14 +37,11 @@ func (t *Template) StateMachines(env Env) ([]StateMachine, error) {
 		return nil, err
 	}
 	var out []StateMachine
-	for _, res := range t.ResourcesOfType(TypeServerlessSM, TypeStepFunctionsSM) {
-		ok, err := r.Exists(res)
-		if err != nil {
-			return nil, r.wrapAt(res.Properties, err)
-		}
-		if !ok {
-			continue
-		}
+	resources, err := r.existing(TypeServerlessSM, TypeStepFunctionsSM)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range resources {
 		sm, err := r.stateMachine(res)
 		if err != nil {
 			return nil, err

@@ -55,14 +55,11 @@ func (t *Template) Tables(env Env) ([]Table, error) {
 		return nil, err
 	}
 	var out []Table
-	for _, res := range t.ResourcesOfType(TypeTable) {
-		ok, err := r.Exists(res)
-		if err != nil {
-			return nil, r.wrapAt(res.Properties, err)
-		}
-		if !ok {
-			continue
-		}
+	resources, err := r.existing(TypeTable)
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range resources {
 		tbl, err := r.table(res)
 		if err != nil {
 			return nil, err
