@@ -47,6 +47,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
 // Defaults of Config.
@@ -249,13 +250,6 @@ type statusChange struct {
 	Cause *string `json:"cause"`
 }
 
-// workflowInput is the part of the execution input (transfer.WorkflowInput)
-// that names the record.
-type workflowInput struct {
-	RecordKey  string `json:"recordKey"`
-	TransferID string `json:"transferId"`
-}
-
 // Handle is the Lambda handler. It settles the transfer of a status change
 // event, or sweeps on a scheduled event. An error makes EventBridge (or
 // Lambda's asynchronous retries) deliver the event again; every step is
@@ -288,7 +282,7 @@ func (r *Reaper) handleStatusChange(ctx context.Context, raw json.RawMessage) er
 			"stateMachineArn", d.StateMachineArn, "execution", d.ExecutionArn)
 		return nil
 	}
-	var in workflowInput
+	var in transfer.WorkflowInput
 	if err := json.Unmarshal([]byte(d.Input), &in); err != nil {
 		r.log.ErrorContext(ctx, "status change without a readable input", "execution", d.ExecutionArn, "error", err)
 		return fmt.Errorf("reaper: %w: execution %s: input: %v", ErrMalformedEvent, d.ExecutionArn, err)
