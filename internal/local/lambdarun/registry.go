@@ -38,10 +38,41 @@ func (e *NotFoundError) Is(target error) bool { return target == ErrFunctionNotF
 // one registered code. The zero Registry is ready to use and safe for
 // concurrent use.
 type Registry struct {
-	mu     sync.RWMutex
-	byName map[string]*Function
-	byARN  map[string]*Function
+	mu          sync.RWMutex
+	byName      map[string]*Function
+	byARN       map[string]*Function
+	interceptor Interceptor
 }
+
+// Invoke runs one invocation of a function: the normal path of
+// Registry.InvokeFunction, with the function's environments and timeout.
+type Invoke func(ctx context.Context, payload []byte) ([]byte, *FunctionError, error)
+
+// Interceptor wraps every invocation made through a Registry. function is
+// the registered name of the function invoked (whatever reference the
+// caller used); next runs the invocation. An interceptor may answer without
+// calling next, call it with another context (context.WithoutCancel for a
+// run that must outlive its caller) or call it later in the background.
+// Tests use it to inject faults; it is nil in normal operation.
+type Interceptor func(ctx context.Context, function string, payload []byte, next Invoke) ([]byte, *FunctionError, error)
+
+// SetInterceptor installs ic for every later invocation; nil removes it.
+func (r *Registry) SetInterceptor(ic Interceptor) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.interceptor = ic
+}
+
+// ServiceError is a failure of the Lambda service itself rather than of the
+// function, as the Invoke API reports it: Type names the exception with the
+// "Lambda." prefix Step Functions uses (Lambda.ServiceException,
+// Lambda.TooManyRequestsException, ...).
+type ServiceError struct {
+	Type    string
+	Message string
+}
+
+func (e *ServiceError) Error() string { return e.Type + ": " + e.Message }
 
 // Register adds functions. It fails, registering none of them, when one is
 // invalid or its name or ARN is already registered.
@@ -96,7 +127,15 @@ func (r *Registry) InvokeFunction(ctx context.Context, functionName string, payl
 	if qualifier != "" {
 		arn += ":" + qualifier
 	}
-	return f.invoke(ctx, payload, arn)
+	r.mu.RLock()
+	ic := r.interceptor
+	r.mu.RUnlock()
+	if ic == nil {
+		return f.invoke(ctx, payload, arn)
+	}
+	return ic(ctx, f.Name, payload, func(ctx context.Context, payload []byte) ([]byte, *FunctionError, error) {
+		return f.invoke(ctx, payload, arn)
+	})
 }
 
 func (r *Registry) lookup(ref string) (*Function, string, error) {

@@ -116,3 +116,60 @@ func TestRegistryRegisterErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistryInterceptor checks that every invocation passes through the
+// interceptor with the registered name, whatever the reference, and that
+// next runs the real invocation with the qualified ARN.
+func TestRegistryInterceptor(t *testing.T) {
+	const orchARN = "arn:aws:lambda:eu-west-1:111122223333:function:orchestrator"
+	tests := []struct {
+		name     string
+		ref      string
+		callNext bool
+		wantFn   string
+		wantOut  string
+	}{
+		{"name, passed through", "orchestrator", true, "orchestrator", `{"arn":"` + orchARN + `","fn":"orchestrator"}`},
+		{"qualified ARN, passed through", orchARN + ":live", true, "orchestrator", `{"arn":"` + orchARN + `:live","fn":"orchestrator"}`},
+		{"answered by the interceptor", "reaper", false, "reaper", `"intercepted"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRegistry(t)
+			var seen string
+			r.SetInterceptor(func(ctx context.Context, function string, payload []byte, next lambdarun.Invoke) ([]byte, *lambdarun.FunctionError, error) {
+				seen = function
+				if tt.callNext {
+					return next(ctx, payload)
+				}
+				return []byte(`"intercepted"`), nil, nil
+			})
+			out, fnErr, err := r.InvokeFunction(context.Background(), tt.ref, []byte(`{}`))
+			if err != nil || fnErr != nil {
+				t.Fatalf("InvokeFunction: %v %v", fnErr, err)
+			}
+			if seen != tt.wantFn {
+				t.Errorf("interceptor saw %q, want %q", seen, tt.wantFn)
+			}
+			if string(out) != tt.wantOut {
+				t.Errorf("result %s, want %s", out, tt.wantOut)
+			}
+		})
+	}
+
+	t.Run("removed", func(t *testing.T) {
+		r := newRegistry(t)
+		called := false
+		r.SetInterceptor(func(ctx context.Context, _ string, payload []byte, next lambdarun.Invoke) ([]byte, *lambdarun.FunctionError, error) {
+			called = true
+			return next(ctx, payload)
+		})
+		r.SetInterceptor(nil)
+		if _, _, err := r.InvokeFunction(context.Background(), "reaper", nil); err != nil {
+			t.Fatal(err)
+		}
+		if called {
+			t.Error("a removed interceptor was called")
+		}
+	})
+}
