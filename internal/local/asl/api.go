@@ -7,6 +7,8 @@ package asl
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -44,6 +46,11 @@ type Options struct {
 	// TimeoutSeconds. 0 means 1. Tests use a small scale so they never sleep
 	// for the real intervals.
 	TimeScale float64
+	// Rand draws the random waits of retriers with JitterStrategy FULL.
+	// The machine uses it under its own lock, so it must not be shared with
+	// anything else. nil means a source seeded from the process's random
+	// source.
+	Rand *rand.Rand
 }
 
 // Execution identifies one run for the $$ context object.
@@ -98,6 +105,19 @@ type RunOptions struct {
 type Machine struct {
 	def  *definition
 	opts Options
+
+	randMu sync.Mutex // guards opts.Rand
+}
+
+// jitter returns a uniformly random duration in [0, d], for JitterStrategy
+// FULL.
+func (m *Machine) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	m.randMu.Lock()
+	defer m.randMu.Unlock()
+	return time.Duration(m.opts.Rand.Int64N(int64(d) + 1))
 }
 
 // Load parses and validates a definition. name (usually the file name)

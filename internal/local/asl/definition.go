@@ -73,6 +73,7 @@ type retrier struct {
 	maxAttempts     int64
 	backoffRate     float64
 	maxDelaySeconds int64 // 0: no cap
+	fullJitter      bool  // JitterStrategy FULL: wait a random part of the delay
 }
 
 // Retry defaults from the Amazon States Language.

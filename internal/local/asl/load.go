@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 )
 
@@ -59,6 +60,9 @@ func load(name string, data []byte, opts Options) (*Machine, error) {
 	def, err := parseDefinition(data, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	return &Machine{def: def, opts: opts}, nil
 }
@@ -426,7 +430,7 @@ func (p *stateParser) retriers() ([]retrier, error) {
 			return nil, err
 		case !ok || js == "NONE":
 		case js == "FULL":
-			return nil, errAt(o.at("JitterStrategy"), "%q is not supported by the local runtime (only \"NONE\")", js)
+			r.fullJitter = true
 		default:
 			return nil, errAt(o.at("JitterStrategy"), "must be \"FULL\" or \"NONE\", got %q", js)
 		}

@@ -41,8 +41,6 @@ func TestLoadRejects(t *testing.T) {
 			`QueryLanguage: unknown query language "XPath"`},
 		{"unknown intrinsic", passDef(`"Parameters":{"x.$":"States.Frobnicate($.a)"}`),
 			`test.asl.json: States.P.Parameters.x.$: invalid intrinsic function "States.Frobnicate($.a)": unknown intrinsic function "States.Frobnicate"`},
-		{"jitter full", taskDef(`"Retry":[{"ErrorEquals":["States.ALL"],"JitterStrategy":"FULL"}]`),
-			`States.T.Retry[0].JitterStrategy: "FULL" is not supported by the local runtime`},
 		{"condition in choice rule", `{"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"Condition":"{% true %}","Next":"S"}]},"S":{"Type":"Succeed"}}}`,
 			`States.C.Choices[0].Condition: field "Condition" is not supported`},
 

@@ -25,6 +25,9 @@ func (r *runner) runTask(ctx context.Context, st *state, input any, entered time
 		}
 		if i := matchRetrier(st.retry, err.Name); i >= 0 && attempts[i] < st.retry[i].maxAttempts {
 			d := r.scale(st.retry[i].delaySeconds(attempts[i]))
+			if st.retry[i].fullJitter {
+				d = r.m.jitter(d)
+			}
 			attempts[i]++
 			retryCount++
 			if r.sleep(ctx, d) != nil {

@@ -48,6 +48,12 @@ type Config struct {
 	// intervals, task and machine timeouts). 0 means 1.
 	TimeScale float64
 
+	// JitterSeed seeds the random waits of retriers with JitterStrategy
+	// FULL: each state machine draws from its own source seeded with
+	// JitterSeed and its position among the machines added. 0 seeds from
+	// the process's random source.
+	JitterSeed uint64
+
 	// Logger receives operational logs. Default: slog.Default().
 	Logger *slog.Logger
 
@@ -76,8 +82,8 @@ type LambdaInvoker interface {
 	// ARN or qualifier) with payload. result is the function's JSON result.
 	// fnErr reports an error returned or raised by the function itself
 	// (Lambda's "FunctionError"). err reports an invocation failure: wrap
-	// ErrFunctionNotFound for an unknown function; anything else is treated
-	// as a Lambda service failure.
+	// ErrFunctionNotFound for an unknown function; a *ServiceError names
+	// the Lambda exception; anything else is Lambda.ServiceException.
 	InvokeFunction(ctx context.Context, functionName string, payload []byte) (result []byte, fnErr *FunctionError, err error)
 }
 
@@ -90,6 +96,16 @@ type FunctionError struct {
 }
 
 func (e *FunctionError) Error() string { return e.Type + ": " + e.Message }
+
+// ServiceError is an invocation failure of the Lambda service with a
+// name, such as "Lambda.TooManyRequestsException"; the task fails with
+// that name.
+type ServiceError struct {
+	Name    string
+	Message string
+}
+
+func (e *ServiceError) Error() string { return e.Name + ": " + e.Message }
 
 // ErrFunctionNotFound is wrapped by LambdaInvoker errors for functions that
 // do not exist.

@@ -175,6 +175,9 @@ func (t *Tasks) invokeLambda(ctx context.Context, raw json.RawMessage) (json.Raw
 			}
 		}
 		t.log.Warn("lambda invoke failed", "function", name, "err", err)
+		if se, ok := errors.AsType[*ServiceError](err); ok && se.Name != "" {
+			return nil, &asl.Error{Name: se.Name, Cause: serviceCause(se.Message, "Lambda", http.StatusInternalServerError, requestID)}
+		}
 		return nil, &asl.Error{Name: "Lambda.ServiceException", Cause: serviceCause(err.Error(), "Lambda", http.StatusInternalServerError, requestID)}
 	}
 	if fnErr != nil {

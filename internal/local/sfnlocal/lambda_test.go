@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -177,6 +178,9 @@ func TestLambdaInvokeErrors(t *testing.T) {
 	fake.handle("broken", func(context.Context, []byte) ([]byte, *FunctionError, error) {
 		return nil, nil, errors.New("runtime crashed")
 	})
+	fake.handle("throttled", func(context.Context, []byte) ([]byte, *FunctionError, error) {
+		return nil, nil, fmt.Errorf("invoke: %w", &ServiceError{Name: "Lambda.TooManyRequestsException", Message: "Rate Exceeded."})
+	})
 	tasks := NewTasks(Config{Lambda: fake, Logger: quietLogger()})
 
 	tests := []struct {
@@ -206,6 +210,11 @@ func TestLambdaInvokeErrors(t *testing.T) {
 			name: "invoker failure", params: `{"FunctionName":"broken"}`,
 			wantName: "Lambda.ServiceException", wantCalls: 1,
 			wantCause: "runtime crashed (Service: Lambda, Status Code: 500, Request ID: ",
+		},
+		{
+			name: "named service error", params: `{"FunctionName":"throttled"}`,
+			wantName: "Lambda.TooManyRequestsException", wantCalls: 1,
+			wantCause: "Rate Exceeded. (Service: Lambda, Status Code: 500, Request ID: ",
 		},
 		{
 			name: "asynchronous invocation", params: `{"FunctionName":"debit","InvocationType":"Event"}`,

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/exactlyonce/transfers/internal/local/asl"
@@ -78,6 +80,7 @@ type Server struct {
 	closing    bool
 	running    sync.WaitGroup
 	httpServer *http.Server
+	loaded     atomic.Uint64 // state machines loaded, for their jitter sources
 }
 
 type stateMachine struct {
@@ -154,7 +157,11 @@ func (s *Server) AddStateMachine(sm StateMachine) error {
 	if fileName == "" {
 		fileName = name
 	}
-	machine, err := asl.Load(fileName, sm.Definition, asl.Options{Tasks: s.tasks, TimeScale: s.cfg.TimeScale})
+	opts := asl.Options{Tasks: s.tasks, TimeScale: s.cfg.TimeScale}
+	if seed := s.cfg.JitterSeed; seed != 0 {
+		opts.Rand = rand.New(rand.NewPCG(seed, s.loaded.Add(1)))
+	}
+	machine, err := asl.Load(fileName, sm.Definition, opts)
 	if err != nil {
 		return fmt.Errorf("add state machine %s: %w", name, err)
 	}

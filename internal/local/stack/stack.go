@@ -133,7 +133,7 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 		Region:    Region,
 		AccountID: AccountID,
 		DynamoDB:  sfnlocal.DynamoDBConfig{Endpoint: st.DynamoDBEndpoint},
-		Lambda:    lambdaInvoker{st.Functions},
+		Lambda:    sfnlocal.Registry(st.Functions),
 		Publisher: st.Bus,
 		TimeScale: opts.TimeScale,
 		Logger:    log.With("component", "stepfunctions"),
@@ -395,22 +395,6 @@ func (st *Stack) Close(ctx context.Context) error {
 		errs = append(errs, st.ddb.Stop())
 	}
 	return errors.Join(errs...)
-}
-
-// lambdaInvoker lets the Step Functions endpoint invoke the functions.
-type lambdaInvoker struct{ r *lambdarun.Registry }
-
-func (l lambdaInvoker) InvokeFunction(ctx context.Context, name string, payload []byte) ([]byte, *sfnlocal.FunctionError, error) {
-	out, fnErr, err := l.r.InvokeFunction(ctx, name, payload)
-	switch {
-	case errors.Is(err, lambdarun.ErrFunctionNotFound):
-		return nil, nil, fmt.Errorf("%w: %v", sfnlocal.ErrFunctionNotFound, err)
-	case err != nil:
-		return nil, nil, err
-	case fnErr != nil:
-		return nil, &sfnlocal.FunctionError{Type: fnErr.Type, Message: fnErr.Message, StackTrace: fnErr.StackTrace}, nil
-	}
-	return out, nil, nil
 }
 
 // functionTarget delivers events to a function; a function error is a
