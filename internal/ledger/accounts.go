@@ -166,7 +166,8 @@ func (l *Ledger) RecentEntries(ctx context.Context, accountID string, limit int)
 // (DEBIT and REFUND on the source, CREDIT on the destination) in one
 // TransactGetItems: a strongly consistent, serializable snapshot, so no leg
 // can commit between the reads. Entries that do not exist are absent from
-// the map. A conflicting write in flight makes the read fail with
+// the map, and so is a leg whose slot holds a void marker (Void): it moved
+// no money. A conflicting write in flight makes the read fail with
 // ErrUnavailable; retry.
 func (l *Ledger) TransferEntries(ctx context.Context, transferID, source, destination string) (map[Kind]Entry, error) {
 	for _, c := range []struct{ field, v string }{
@@ -201,7 +202,12 @@ func (l *Ledger) TransferEntries(ctx context.Context, transferID, source, destin
 			continue
 		}
 		e, err := decodeEntry(r.Item)
-		if err != nil {
+		var voided *VoidedError
+		switch {
+		case errors.As(err, &voided):
+			// A void marker moved no money: the leg did not happen.
+			continue
+		case err != nil:
 			return nil, fmt.Errorf("entries of transfer %s: %w", transferID, err)
 		}
 		entries[keys[i].kind] = e

@@ -60,6 +60,9 @@ var (
 	ErrAccountNotFound   = &Error{"account not found", ClassBusiness}
 	ErrCurrencyMismatch  = &Error{"currency mismatch", ClassBusiness}
 	ErrAccountClosed     = &Error{"account closed", ClassBusiness}
+	// ErrBalanceLimit: a CREDIT or REFUND would take the balance past the
+	// largest amount the ledger represents (math.MaxInt64 minor units).
+	ErrBalanceLimit = &Error{"balance limit exceeded", ClassBusiness}
 )
 
 // Terminal failures (ClassTerminal).
@@ -79,6 +82,11 @@ var (
 	// ErrAlreadyCredited: a REFUND whose transfer was credited to the
 	// destination: the transfer completed and there is nothing to reverse.
 	ErrAlreadyCredited = &Error{"transfer already credited", ClassTerminal}
+	// ErrVoided: the leg's slot holds a void marker: an attempt of the leg
+	// was rejected and the rejection made final (Ledger.Void), so no
+	// attempt of it may commit. The error is a *VoidedError carrying the
+	// rejection.
+	ErrVoided = &Error{"leg voided after a rejection", ClassTerminal}
 	// ErrInvalidInput: the request is malformed; nothing was sent to
 	// DynamoDB. The error is an *InvalidInputError naming the field.
 	ErrInvalidInput = &Error{"invalid input", ClassTerminal}
@@ -105,6 +113,21 @@ func (e *InvalidInputError) Error() string {
 
 // Unwrap makes the error match ErrInvalidInput.
 func (e *InvalidInputError) Unwrap() error { return ErrInvalidInput }
+
+// VoidedError reports a leg whose rejection was made final (Ledger.Void).
+// It matches ErrVoided with errors.Is.
+type VoidedError struct {
+	// Reason and Detail are the rejection's, as Void stored them.
+	Reason string
+	Detail string
+}
+
+func (e *VoidedError) Error() string {
+	return "leg voided after a rejection: " + e.Reason
+}
+
+// Unwrap makes the error match ErrVoided.
+func (e *VoidedError) Unwrap() error { return ErrVoided }
 
 // ClassOf returns the class of err: the class of the first *Error in its
 // chain, ClassTransient when there is none.

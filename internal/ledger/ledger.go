@@ -94,13 +94,16 @@ func (l *Ledger) getEntry(ctx context.Context, pk, sk string) (Entry, bool, erro
 	return e, true, nil
 }
 
-// decodeEntry turns a stored entry item into an Entry. A malformed item is
-// reported as ErrUnavailable: nothing a caller can fix, and retrying fails
-// closed.
+// decodeEntry turns a stored entry item into an Entry. A void marker is
+// reported as a *VoidedError. A malformed item is reported as
+// ErrUnavailable: nothing a caller can fix, and retrying fails closed.
 func decodeEntry(item map[string]types.AttributeValue) (Entry, error) {
 	var it entryItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 		return Entry{}, unavailable(fmt.Errorf("decode entry: %w", err))
+	}
+	if it.Voided {
+		return Entry{}, &VoidedError{Reason: it.Reason, Detail: it.Detail}
 	}
 	e, err := it.entry()
 	if err != nil {

@@ -179,6 +179,7 @@ const (
 	attrAmount    = "amount"
 	attrCounter   = "counterpartyAccountId"
 	attrPostedAt  = "postedAt"
+	attrVoided    = "voided"
 	indexByPosted = "ByPostedAt"
 
 	accountPrefix = "ACCOUNT#"
@@ -238,8 +239,16 @@ type entryItem struct {
 	Currency              string `dynamodbav:"currency"`
 	CounterpartyAccountID string `dynamodbav:"counterpartyAccountId"`
 	// PostedAt is the time, then "#" transferId "#" leg: the sort key of
-	// ByPostedAt, ordered by time and unique within the account.
-	PostedAt string `dynamodbav:"postedAt"`
+	// ByPostedAt, ordered by time and unique within the account. A void
+	// marker has none, so it stays out of the index.
+	PostedAt string `dynamodbav:"postedAt,omitempty"`
+	// Voided marks a void marker (see Ledger.Void): the slot of a leg
+	// whose rejection was made final. It moves no money (Amount 0) and
+	// keeps every later attempt of the leg from committing. Reason and
+	// Detail are the rejection's.
+	Voided bool   `dynamodbav:"voided,omitempty"`
+	Reason string `dynamodbav:"reason,omitempty"`
+	Detail string `dynamodbav:"detail,omitempty"`
 }
 
 func newEntryItem(l Leg, now time.Time) entryItem {

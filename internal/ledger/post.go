@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -46,7 +47,8 @@ type plan struct {
 //   - the entry (account, transfer, leg) is put if it does not exist;
 //   - the account's balance moves by the signed amount and its version by
 //     one, if it exists, is OPEN, is in the leg's currency and, for a
-//     DEBIT, holds at least the amount;
+//     DEBIT, holds at least the amount (for a CREDIT or REFUND: stays at
+//     most math.MaxInt64);
 //   - CREDIT: the source's matching DEBIT entry exists and its REFUND entry
 //     does not; REFUND: the source's matching DEBIT entry exists and the
 //     destination's CREDIT entry does not. So a credit never exists without
@@ -54,7 +56,8 @@ type plan struct {
 //
 // A leg whose entry already exists returns the stored entry with Replayed
 // set, whatever else changed since: the leg committed once and moves
-// nothing again. Otherwise a failed condition is reported as the matching
+// nothing again. A leg whose slot holds a void marker (Void) returns a
+// *VoidedError: an attempt of it was rejected for good. Otherwise a failed condition is reported as the matching
 // sentinel (see errors.go) and nothing is written. Errors are wrapped as
 // "<leg> <transferId>: ...".
 func (l *Ledger) Post(ctx context.Context, leg Leg) (Entry, error) {
@@ -183,6 +186,10 @@ func (l *Ledger) accountUpdate(leg Leg) (types.TransactWriteItem, error) {
 	}
 	if leg.Kind == Debit {
 		cond = cond.And(expression.Name(attrBalance).GreaterThanEqual(expression.Value(leg.Amount)))
+	} else {
+		// DynamoDB numbers hold 38 digits; the ledger reads balances as
+		// int64, so no posting may take one past math.MaxInt64.
+		cond = cond.And(expression.Name(attrBalance).LessThanEqual(expression.Value(int64(math.MaxInt64) - leg.Amount)))
 	}
 	update := expression.Add(expression.Name(attrBalance), expression.Value(leg.signed())).
 		Add(expression.Name(attrVersion), expression.Value(1))
@@ -201,11 +208,12 @@ func (l *Ledger) accountUpdate(leg Leg) (types.TransactWriteItem, error) {
 	}}, nil
 }
 
-// debitCheck: the transfer's DEBIT entry exists and matches the leg (same
-// amount, currency and destination), so a credit or refund can never move
+// debitCheck: the transfer's DEBIT entry exists, is no void marker, and
+// matches the leg (same amount, currency and destination), so a credit or refund can never move
 // more than was debited.
 func (l *Ledger) debitCheck(leg Leg) (types.TransactWriteItem, error) {
 	cond := expression.AttributeExists(expression.Name(attrPK)).And(
+		expression.AttributeNotExists(expression.Name(attrVoided)),
 		expression.Name(attrAmount).Equal(expression.Value(-leg.Amount)),
 		expression.Name(attrCurrency).Equal(expression.Value(leg.Currency)),
 		expression.Name(attrCounter).Equal(expression.Value(leg.destination())),
@@ -391,6 +399,8 @@ func accountError(leg Leg, item map[string]types.AttributeValue) error {
 		return fmt.Errorf("account %s: %w", leg.AccountID, ErrAccountClosed)
 	case leg.Kind == Debit && it.Balance < leg.Amount:
 		return fmt.Errorf("account %s: %w", leg.AccountID, ErrInsufficientFunds)
+	case leg.Kind != Debit && it.Balance > math.MaxInt64-leg.Amount:
+		return fmt.Errorf("account %s: %w: it holds %d", leg.AccountID, ErrBalanceLimit, it.Balance)
 	}
 	return unavailable(fmt.Errorf("account %s: update condition failed on an account that allows the posting", leg.AccountID))
 }

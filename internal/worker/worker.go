@@ -1,13 +1,21 @@
 // Package worker is the Lambda handler of one transfer leg (DEBIT, CREDIT or
 // REFUND) run by the transfer state machine.
 //
-// The handler posts the leg to the ledger and answers with the posted entry.
-// Failures come back as Lambda function errors whose errorType is one of the
-// Type constants, so the state machine's Retry and Catch match them by name:
+// The handler posts the leg to the ledger and answers with a Result: the
+// posted entry, or, for a DEBIT that a business rule refused, the
+// rejection. A rejected debit is made final before the answer (a void
+// marker in the leg's slot, ledger.Void), so that no earlier attempt of the
+// debit that Step Functions gave up on can commit after the workflow has
+// stored the transfer as FAILED; if such an attempt committed first, the
+// debit stands and the answer is its entry.
 //
-//	InsufficientFunds, AccountNotFound, CurrencyMismatch, AccountClosed
-//	    business rule failures: the leg wrote nothing and the transfer fails
-//	    (Catch: MarkFailed after a debit, Refund after a credit).
+// Other failures come back as Lambda function errors whose errorType is
+// one of the Type constants, so the state machine's Retry and Catch match
+// them by name:
+//
+//	AccountNotFound, CurrencyMismatch, AccountClosed, BalanceLimitExceeded
+//	    business rule failures of a CREDIT (or a REFUND): the leg wrote
+//	    nothing (Catch: Refund after a credit).
 //	TransferFenced
 //	    the idempotency record no longer allows the leg (the reaper fenced
 //	    it, or it is terminal, missing or another transfer's). Terminal:
@@ -27,10 +35,12 @@
 //	    integer, currency not three upper-case letters, source equal to
 //	    destination). Terminal.
 //	LedgerUnavailable
-//	    DynamoDB throttled, conflicted or could not be reached after the
-//	    SDK's retries. Transient: Retry with backoff.
+//	    DynamoDB throttled or could not be reached after the SDK's retries,
+//	    or transactions kept conflicting after the worker's own jittered
+//	    retries. Transient: Retry with backoff.
 //
-// A retried leg that already committed succeeds with the stored entry, so
+// A retried leg that already committed succeeds with the stored entry, and
+// a retried debit that was voided answers with the stored rejection, so
 // every Retry is safe.
 package worker
 
@@ -40,9 +50,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/internal/ledger"
 )
@@ -53,6 +67,7 @@ const (
 	TypeAccountNotFound   = "AccountNotFound"
 	TypeCurrencyMismatch  = "CurrencyMismatch"
 	TypeAccountClosed     = "AccountClosed"
+	TypeBalanceLimit      = "BalanceLimitExceeded"
 	TypeTransferFenced    = "TransferFenced"
 	TypeDebitMissing      = "DebitMissing"
 	TypeNothingToRefund   = "NothingToRefund"
@@ -73,7 +88,9 @@ var errorTypes = []struct {
 	{ledger.ErrAccountNotFound, TypeAccountNotFound},
 	{ledger.ErrCurrencyMismatch, TypeCurrencyMismatch},
 	{ledger.ErrAccountClosed, TypeAccountClosed},
+	{ledger.ErrBalanceLimit, TypeBalanceLimit},
 	{ledger.ErrFenced, TypeTransferFenced},
+	{ledger.ErrVoided, TypeTransferFenced},
 	{ledger.ErrDebitMissing, TypeDebitMissing},
 	{ledger.ErrNothingToRefund, TypeNothingToRefund},
 	{ledger.ErrAlreadyRefunded, TypeTransferRefunded},
@@ -92,9 +109,11 @@ func ErrorType(err error) string {
 	return TypeLedgerUnavailable
 }
 
-// Poster posts a ledger leg; *ledger.Ledger is one.
+// Poster posts a ledger leg and voids a rejected debit; *ledger.Ledger is
+// one.
 type Poster interface {
 	Post(ctx context.Context, leg ledger.Leg) (ledger.Entry, error)
+	Void(ctx context.Context, leg ledger.Leg, reason, detail string) (ledger.VoidResult, error)
 }
 
 var _ Poster = (*ledger.Ledger)(nil)
@@ -109,6 +128,32 @@ type Task struct {
 	// Amount is in minor units of Currency, a positive JSON integer.
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
+	// RetentionSeconds is how long the transfer's idempotency record is
+	// kept once settled; when positive, the Result carries ExpiresAt.
+	RetentionSeconds int64 `json:"retentionSeconds,omitempty"`
+}
+
+// Result is a leg function's answer: the posted entry (the stored one when
+// the leg had already committed), or the rejection of a DEBIT. Its JSON is
+// the entry's fields, or "rejected", plus "expiresAt".
+type Result struct {
+	*ledger.Entry
+	// Rejected is set when a business rule refused the debit; the
+	// rejection is final (the leg's slot is void).
+	Rejected *Rejection `json:"rejected,omitempty"`
+	// ExpiresAt is when the transfer's idempotency record may expire if
+	// the transfer settles on this answer: now plus the task's
+	// RetentionSeconds, in epoch seconds (the table's TTL attribute). The
+	// workflow has no clock of its own to compute it from.
+	ExpiresAt int64 `json:"expiresAt,omitempty"`
+}
+
+// Rejection is a business rule's refusal of a debit, as the client reads
+// it: Code is the errorType name (InsufficientFunds, ...), Detail the
+// sentence.
+type Rejection struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
 }
 
 // leg is the posting the task asks of a worker of the given kind: DEBIT
@@ -158,6 +203,7 @@ type Worker struct {
 	kind   ledger.Kind
 	poster Poster
 	log    *slog.Logger
+	now    func() time.Time
 }
 
 // New returns the worker of a leg kind. A nil logger means slog.Default().
@@ -171,19 +217,38 @@ func New(kind ledger.Kind, poster Poster, logger *slog.Logger) (*Worker, error) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Worker{kind: kind, poster: poster, log: logger}, nil
+	return &Worker{kind: kind, poster: poster, log: logger, now: time.Now}, nil
 }
 
 // verb names the leg in messages, as the ledger does ("debit t-1: ...").
 func (w *Worker) verb() string { return strings.ToLower(string(w.kind)) }
 
-// Handle posts the task's leg. It returns the posted entry (the stored one
-// when the leg had already committed), or a messages.InvokeResponse_Error
-// value whose Type is one of the Type constants.
-func (w *Worker) Handle(ctx context.Context, task Task) (ledger.Entry, error) {
-	entry, err := w.poster.Post(ctx, task.leg(w.kind))
-	if err != nil {
-		return ledger.Entry{}, w.fail(ctx, task, err)
+// Handle posts the task's leg. It returns the Result, or a
+// messages.InvokeResponse_Error value whose Type is one of the Type
+// constants.
+func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
+	leg := task.leg(w.kind)
+	entry, err := w.post(ctx, leg)
+	var voided *ledger.VoidedError
+	switch {
+	case err == nil:
+	case w.kind == ledger.Debit && errors.As(err, &voided):
+		// An earlier attempt was rejected: answer with its rejection.
+		return w.rejected(ctx, task, voided.Reason, voided.Detail, "replayed"), nil
+	case w.kind == ledger.Debit && ledger.IsBusiness(err):
+		name := ErrorType(err)
+		res, verr := w.poster.Void(ctx, leg, name, businessMessage(name, leg))
+		if verr != nil {
+			return Result{}, w.fail(ctx, task, fmt.Errorf("make the rejection (%s) final: %w", name, verr))
+		}
+		if res.Committed == nil {
+			return w.rejected(ctx, task, res.Reason, res.Detail, "rejected"), nil
+		}
+		// An earlier attempt committed before the rejection could be made
+		// final: the debit stands.
+		entry = *res.Committed
+	default:
+		return Result{}, w.fail(ctx, task, err)
 	}
 	outcome := "committed"
 	if entry.Replayed {
@@ -193,18 +258,89 @@ func (w *Worker) Handle(ctx context.Context, task Task) (ledger.Entry, error) {
 		slog.String("transferId", task.TransferID),
 		slog.String("leg", string(w.kind)),
 		slog.String("outcome", outcome),
-		slog.String("accountId", entry.AccountID),
 		slog.Int64("amount", entry.Amount),
 		slog.String("currency", entry.Currency),
 		slog.Time("postedAt", entry.PostedAt),
 	)
-	return entry, nil
+	w.log.LogAttrs(ctx, slog.LevelDebug, "leg account",
+		slog.String("transferId", task.TransferID),
+		slog.String("accountId", entry.AccountID),
+	)
+	return Result{Entry: &entry, ExpiresAt: w.expiresAt(task)}, nil
+}
+
+// rejected is the answer for a voided debit.
+func (w *Worker) rejected(ctx context.Context, task Task, code, detail, outcome string) Result {
+	w.log.LogAttrs(ctx, slog.LevelInfo, "leg rejected",
+		slog.String("transferId", task.TransferID),
+		slog.String("leg", string(w.kind)),
+		slog.String("outcome", outcome),
+		slog.String("code", code),
+	)
+	return Result{Rejected: &Rejection{Code: code, Detail: detail}, ExpiresAt: w.expiresAt(task)}
+}
+
+func (w *Worker) expiresAt(task Task) int64 {
+	if task.RetentionSeconds <= 0 {
+		return 0
+	}
+	return w.now().Unix() + task.RetentionSeconds
+}
+
+// Retries of a leg whose transaction conflicted with another on the same
+// items (a busy account): the conflict lasts milliseconds, so a few short
+// waits with full jitter settle it here, where the state machine's Retry
+// would wait seconds and could run out before a busy account frees up.
+const (
+	conflictAttempts = 8
+	conflictBase     = 10 * time.Millisecond
+	conflictCap      = 400 * time.Millisecond
+	// deadlineMargin is left before the invocation's deadline, so that a
+	// worker that keeps conflicting answers LedgerUnavailable instead of
+	// timing out.
+	deadlineMargin = time.Second
+)
+
+// post posts leg, retrying transaction conflicts with jittered backoff.
+func (w *Worker) post(ctx context.Context, leg ledger.Leg) (ledger.Entry, error) {
+	for attempt := 0; ; attempt++ {
+		entry, err := w.poster.Post(ctx, leg)
+		if err == nil || !isConflict(err) || attempt+1 == conflictAttempts {
+			return entry, err
+		}
+		wait := rand.N(min(conflictCap, conflictBase<<attempt) + 1)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait+deadlineMargin {
+			return entry, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return entry, err
+		}
+	}
+}
+
+// isConflict reports a transaction that lost a race with another one on
+// the same items.
+func isConflict(err error) bool {
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for _, r := range tce.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				return true
+			}
+		}
+	}
+	var tc *types.TransactionConflictException
+	return errors.As(err, &tc)
 }
 
 // Invoke implements lambda.Handler, so lambda.Start(w) runs the worker: it
 // decodes the task itself, so that a payload that is not a Task (an amount
 // that is not an integer, say) is an InvalidTask like any other malformed
-// task, then encodes the entry.
+// task, then encodes the Result.
 func (w *Worker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	var task Task
 	if err := json.Unmarshal(payload, &task); err != nil {
@@ -218,14 +354,14 @@ func (w *Worker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 			Message: fmt.Sprintf("%s: invalid task: %v", w.verb(), err),
 		}
 	}
-	entry, err := w.Handle(ctx, task)
+	res, err := w.Handle(ctx, task)
 	if err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(entry)
+	out, err := json.Marshal(res)
 	if err != nil {
-		// An Entry always encodes; fail closed all the same.
-		return nil, w.fail(ctx, task, fmt.Errorf("%w: encode entry: %w", ledger.ErrUnavailable, err))
+		// A Result always encodes; fail closed all the same.
+		return nil, w.fail(ctx, task, fmt.Errorf("%w: encode result: %w", ledger.ErrUnavailable, err))
 	}
 	return out, nil
 }
@@ -277,6 +413,8 @@ func businessMessage(name string, l ledger.Leg) string {
 		return fmt.Sprintf("Account %s does not hold %s.", l.AccountID, l.Currency)
 	case TypeAccountClosed:
 		return fmt.Sprintf("Account %s is closed.", l.AccountID)
+	case TypeBalanceLimit:
+		return fmt.Sprintf("Account %s cannot hold a larger balance.", l.AccountID)
 	}
 	return fmt.Sprintf("The ledger refused the %s on account %s.", strings.ToLower(string(l.Kind)), l.AccountID)
 }

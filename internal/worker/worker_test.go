@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -108,6 +109,9 @@ type scenario struct {
 	broken bool
 	// wantType is the errorType; "" means success.
 	wantType string
+	// wantRejected is the code of a rejected debit's answer; its slot
+	// must then hold a void marker and nothing else may change.
+	wantRejected string
 	// wantOutcome is the logged outcome.
 	wantOutcome string
 	// wantMessage is part of the error message.
@@ -136,14 +140,34 @@ func scenarios() []scenario {
 		{name: "credit commits", kind: ledger.Credit, setup: standard(ledger.Debit), wantOutcome: "committed"},
 		{name: "refund commits", kind: ledger.Refund, setup: standard(ledger.Debit), wantOutcome: "committed"},
 		{name: "retried debit replays", kind: ledger.Debit, setup: standard(ledger.Debit), wantOutcome: "replayed"},
-		{name: "insufficient funds", kind: ledger.Debit, wantType: worker.TypeInsufficientFunds, wantMessage: "insufficient funds for 300 USD",
+		{name: "insufficient funds", kind: ledger.Debit, wantRejected: worker.TypeInsufficientFunds, wantOutcome: "rejected", wantMessage: "insufficient funds for 300 USD",
 			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
 				src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
 				env.OpenAccount(t, src, "USD", 299)
 				env.OpenAccount(t, dst, "USD", 0)
 				return taskOf(env.NewTransfer(t, src, dst, 300, "USD"))
 			}},
-		{name: "unknown source", kind: ledger.Debit, wantType: worker.TypeAccountNotFound, wantMessage: "does not exist",
+		{name: "retried debit after a rejection replays it", kind: ledger.Debit, wantRejected: worker.TypeInsufficientFunds, wantOutcome: "replayed", wantMessage: "earlier words",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+				env.OpenAccount(t, src, "USD", 1000)
+				env.OpenAccount(t, dst, "USD", 0)
+				tr := env.NewTransfer(t, src, dst, 300, "USD")
+				if _, err := env.Ledger.Void(context.Background(), tr.Leg(ledger.Debit), worker.TypeInsufficientFunds, "earlier words"); err != nil {
+					t.Fatal(err)
+				}
+				return taskOf(tr)
+			}},
+		{name: "credit past the largest balance", kind: ledger.Credit, wantType: worker.TypeBalanceLimit, wantMessage: "cannot hold a larger balance",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+				env.OpenAccount(t, src, "USD", 1000)
+				env.OpenAccount(t, dst, "USD", math.MaxInt64-299)
+				tr := env.NewTransfer(t, src, dst, 300, "USD")
+				env.Post(t, tr, ledger.Debit)
+				return taskOf(tr)
+			}},
+		{name: "unknown source", kind: ledger.Debit, wantRejected: worker.TypeAccountNotFound, wantOutcome: "rejected", wantMessage: "does not exist",
 			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
 				dst := ledgertest.ID("dst")
 				env.OpenAccount(t, dst, "USD", 0)
@@ -253,7 +277,8 @@ func TestWorker(t *testing.T) {
 					// Business messages are stored with the failed transfer
 					// for its client, so they speak of accounts only.
 					business := doc.Type == worker.TypeInsufficientFunds || doc.Type == worker.TypeAccountNotFound ||
-						doc.Type == worker.TypeCurrencyMismatch || doc.Type == worker.TypeAccountClosed
+						doc.Type == worker.TypeCurrencyMismatch || doc.Type == worker.TypeAccountClosed ||
+						doc.Type == worker.TypeBalanceLimit
 					if !business && !strings.Contains(doc.Message, task.TransferID) {
 						t.Errorf("message %q does not name the transfer", doc.Message)
 					}
@@ -262,6 +287,25 @@ func TestWorker(t *testing.T) {
 					}
 					if d := before.Diff(env.Snapshot(t)); d != "" {
 						t.Errorf("failed leg wrote:\n%s", d)
+					}
+				} else if sc.wantRejected != "" {
+					if resp.Error != nil {
+						t.Fatalf("failed with %+v, want a rejection", resp.Error)
+					}
+					var res worker.Result
+					if err := json.Unmarshal(resp.Payload, &res); err != nil {
+						t.Fatalf("payload %s: %v", resp.Payload, err)
+					}
+					if res.Rejected == nil || res.Rejected.Code != sc.wantRejected || !strings.Contains(res.Rejected.Detail, sc.wantMessage) || res.Entry != nil {
+						t.Errorf("result = %s, want rejected %s with %q", resp.Payload, sc.wantRejected, sc.wantMessage)
+					}
+					diff := before.Diff(env.Snapshot(t))
+					if sc.wantOutcome == "replayed" && diff != "" {
+						t.Errorf("replayed rejection wrote:\n%s", diff)
+					}
+					if sc.wantOutcome == "rejected" && (strings.Count(diff, "\n") != 1 || !strings.Contains(diff, "added ") ||
+						!strings.Contains(diff, "#DEBIT") || !strings.Contains(diff, "voided:true")) {
+						t.Errorf("rejection wrote, want only the void marker:\n%s", diff)
 					}
 				} else {
 					if resp.Error != nil {

@@ -1,0 +1,131 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// VoidResult is what Void found or did.
+type VoidResult struct {
+	// Committed is set when an attempt of the leg committed before the
+	// marker could be put: the leg stands, and the rejection is void
+	// instead.
+	Committed *Entry
+	// Reason and Detail are the rejection the marker records: this one,
+	// or the first one when the leg was voided before.
+	Reason string
+	Detail string
+}
+
+// Void makes a business rejection of a DEBIT final. Step Functions may give
+// up on an attempt of a leg (a Lambda service error, a timeout) while that
+// attempt is still running, and start another; if the later attempt is
+// rejected (insufficient funds, say), the earlier one may still commit
+// once the account changes, after the workflow has stored the transfer as
+// FAILED. Void closes that window: with one TransactWriteItems it puts a
+// void marker in the leg's entry slot, fenced on the idempotency record
+// like any leg, so that every later attempt finds the slot taken and
+// commits nothing (Post then returns a *VoidedError).
+//
+// If an attempt committed first, the marker is not put and the committed
+// entry is returned in Committed: the debit happened and the transfer goes
+// on. If the slot is already void, the stored rejection is returned. A
+// record that no longer allows the leg is reported as ErrFenced, as by
+// Post.
+func (l *Ledger) Void(ctx context.Context, leg Leg, reason, detail string) (VoidResult, error) {
+	res, err := l.void(ctx, leg, reason, detail)
+	if err != nil {
+		return VoidResult{}, fmt.Errorf("void %s %s: %w", leg.Kind.verb(), leg.TransferID, err)
+	}
+	return res, nil
+}
+
+func (l *Ledger) void(ctx context.Context, leg Leg, reason, detail string) (VoidResult, error) {
+	if err := leg.Validate(); err != nil {
+		return VoidResult{}, err
+	}
+	if leg.Kind != Debit {
+		// Only a rejected debit ends a transfer without a reversal; a
+		// credit and its refund already exclude each other.
+		return VoidResult{}, invalid("Kind", "only a DEBIT can be voided")
+	}
+	if reason == "" {
+		return VoidResult{}, invalid("Reason", "must not be empty")
+	}
+	marker := newEntryItem(leg, l.now())
+	marker.Amount, marker.PostedAt = 0, ""
+	marker.Voided, marker.Reason, marker.Detail = true, reason, detail
+	fence, err := l.fenceCheck(leg)
+	if err != nil {
+		return VoidResult{}, err
+	}
+	put, err := l.entryPut(marker)
+	if err != nil {
+		return VoidResult{}, err
+	}
+	items := []types.TransactWriteItem{idxFence: fence, idxEntry: put}
+	_, err = l.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return VoidResult{Reason: reason, Detail: detail}, nil
+	}
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return VoidResult{}, unavailable(err)
+	}
+	reasons := tce.CancellationReasons
+	if len(reasons) != len(items) {
+		return VoidResult{}, unavailable(fmt.Errorf("%d cancellation reasons for %d transaction items: %w", len(reasons), len(items), err))
+	}
+	for i, r := range reasons {
+		switch c := reasonCode(r); c {
+		case codeNone, codeConditionalCheckFailed:
+		default:
+			return VoidResult{}, unavailable(fmt.Errorf("transaction item %d: %s: %w", i, c, err))
+		}
+	}
+	if reasonCode(reasons[idxEntry]) == codeConditionalCheckFailed {
+		item := reasons[idxEntry].Item
+		if len(item) == 0 {
+			e, found, err := l.getEntry(ctx, marker.PK, marker.SK)
+			return slotResult(e, found, err)
+		}
+		return slotResult(decodeSlot(item))
+	}
+	if reasonCode(reasons[idxFence]) == codeConditionalCheckFailed {
+		return VoidResult{}, fenceError(leg, reasons[idxFence].Item)
+	}
+	return VoidResult{}, unavailable(fmt.Errorf("transaction cancelled without a failed condition: %w", err))
+}
+
+// decodeSlot decodes an item found in a leg's slot.
+func decodeSlot(item map[string]types.AttributeValue) (Entry, bool, error) {
+	var probe struct {
+		PK string `dynamodbav:"pk"`
+	}
+	if err := attributevalue.UnmarshalMap(item, &probe); err != nil || probe.PK == "" {
+		return Entry{}, false, nil
+	}
+	e, err := decodeEntry(item)
+	return e, true, err
+}
+
+// slotResult is Void's answer from what its slot holds: a committed entry,
+// or a void marker.
+func slotResult(e Entry, found bool, err error) (VoidResult, error) {
+	var voided *VoidedError
+	switch {
+	case errors.As(err, &voided):
+		return VoidResult{Reason: voided.Reason, Detail: voided.Detail}, nil
+	case err != nil:
+		return VoidResult{}, err
+	case !found:
+		return VoidResult{}, unavailable(errors.New("the leg's slot was reported taken but is empty"))
+	}
+	e.Replayed = true
+	return VoidResult{Committed: &e}, nil
+}
