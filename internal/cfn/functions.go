@@ -6,6 +6,12 @@ import (
 
 // SAM defaults for AWS::Serverless::Function.
 const (
+	// DefaultAsyncMaximumRetryAttempts and DefaultAsyncMaximumEventAgeInSeconds
+	// are Lambda's asynchronous invocation defaults, used when a function
+	// has no EventInvokeConfig or leaves a field out.
+	DefaultAsyncMaximumRetryAttempts     = 2
+	DefaultAsyncMaximumEventAgeInSeconds = 21600
+
 	DefaultFunctionTimeout    = 3 * time.Second
 	DefaultFunctionMemorySize = 128
 	DefaultArchitecture       = "x86_64"
@@ -30,6 +36,30 @@ type Function struct {
 	Environment map[string]string
 	// Events by event name.
 	Events map[string]Event
+	// EventInvokeConfig configures asynchronous invocations (such as
+	// EventBridge's); nil when the template sets none.
+	EventInvokeConfig *EventInvokeConfig
+}
+
+// EventInvokeConfig is a function's EventInvokeConfig: how Lambda retries
+// a failed asynchronous invocation, and where the event goes after the
+// last failure.
+type EventInvokeConfig struct {
+	// MaximumRetryAttempts is 0-2 (default DefaultAsyncMaximumRetryAttempts).
+	MaximumRetryAttempts int
+	// MaximumEventAgeInSeconds is 60-21600 (default
+	// DefaultAsyncMaximumEventAgeInSeconds).
+	MaximumEventAgeInSeconds int
+	// OnFailure is DestinationConfig.OnFailure; nil for none.
+	OnFailure *Destination
+}
+
+// Destination is an asynchronous invocation destination.
+type Destination struct {
+	// Type is SQS, SNS, Lambda, EventBridge or S3.
+	Type string
+	// Destination is the resolved ARN.
+	Destination string
 }
 
 // Event is one entry of a function's Events.
@@ -131,6 +161,11 @@ func (r *Resolver) function(res *Resource) (Function, error) {
 			f.Environment[k] = s
 		}
 	}
+	if n := p.Get("EventInvokeConfig"); n != nil {
+		if f.EventInvokeConfig, err = r.eventInvokeConfig(n); err != nil {
+			return Function{}, err
+		}
+	}
 	if events := p.Get("Events"); events != nil {
 		if events.Kind != KindMapping {
 			return Function{}, r.errAt(events, ErrInvalid, "Events must be a mapping")
@@ -188,4 +223,82 @@ func (r *Resolver) stringList(n *Node, what string) ([]string, error) {
 		out[i] = s
 	}
 	return out, nil
+}
+
+// eventInvokeConfig reads a SAM EventInvokeConfig.
+func (r *Resolver) eventInvokeConfig(n *Node) (*EventInvokeConfig, error) {
+	c := &EventInvokeConfig{MaximumRetryAttempts: DefaultAsyncMaximumRetryAttempts, MaximumEventAgeInSeconds: DefaultAsyncMaximumEventAgeInSeconds}
+	if n.Kind != KindMapping {
+		return nil, r.errAt(n, ErrInvalid, "EventInvokeConfig must be a mapping")
+	}
+	for _, k := range n.Keys {
+		v := n.Get(k)
+		switch k {
+		case "MaximumRetryAttempts":
+			i, err := r.integer(v, "EventInvokeConfig.MaximumRetryAttempts")
+			if err != nil {
+				return nil, err
+			}
+			if i < 0 || i > 2 {
+				return nil, r.errAt(v, ErrInvalid, "EventInvokeConfig.MaximumRetryAttempts must be 0-2, got %d", i)
+			}
+			c.MaximumRetryAttempts = int(i)
+		case "MaximumEventAgeInSeconds":
+			i, err := r.integer(v, "EventInvokeConfig.MaximumEventAgeInSeconds")
+			if err != nil {
+				return nil, err
+			}
+			if i < 60 || i > 21600 {
+				return nil, r.errAt(v, ErrInvalid, "EventInvokeConfig.MaximumEventAgeInSeconds must be 60-21600, got %d", i)
+			}
+			c.MaximumEventAgeInSeconds = int(i)
+		case "DestinationConfig":
+			if v.Kind != KindMapping {
+				return nil, r.errAt(v, ErrInvalid, "EventInvokeConfig.DestinationConfig must be a mapping")
+			}
+			for _, dk := range v.Keys {
+				switch dk {
+				case "OnFailure":
+					d, err := r.destination(v.Get(dk))
+					if err != nil {
+						return nil, err
+					}
+					c.OnFailure = d
+				case "OnSuccess":
+					// Successful asynchronous invocations go nowhere locally.
+				default:
+					return nil, r.errAt(v.Get(dk), ErrInvalid, "unknown EventInvokeConfig.DestinationConfig property %s", dk)
+				}
+			}
+		default:
+			return nil, r.errAt(v, ErrInvalid, "unknown EventInvokeConfig property %s", k)
+		}
+	}
+	return c, nil
+}
+
+// destination reads an OnFailure / OnSuccess destination.
+func (r *Resolver) destination(n *Node) (*Destination, error) {
+	if n == nil || n.Kind != KindMapping {
+		return nil, r.errAt(n, ErrInvalid, "a destination must be a mapping with Type and Destination")
+	}
+	d := &Destination{}
+	for _, k := range n.Keys {
+		var err error
+		switch k {
+		case "Type":
+			d.Type, err = r.String(n.Get(k))
+		case "Destination":
+			d.Destination, err = r.String(n.Get(k))
+		default:
+			err = r.errAt(n.Get(k), ErrInvalid, "unknown destination property %s", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if d.Destination == "" {
+		return nil, r.errAt(n, ErrInvalid, "a destination needs a Destination ARN")
+	}
+	return d, nil
 }
