@@ -54,9 +54,15 @@ type Record struct {
 	Request string `dynamodbav:"request"`
 	// CreatedAt is RFC 3339 with milliseconds, UTC.
 	CreatedAt string `dynamodbav:"createdAt"`
-	// ExpiresAt is epoch seconds: the key may be reused after it, once the
-	// record is terminal. It is also the table's TTL attribute.
-	ExpiresAt int64 `dynamodbav:"expiresAt"`
+	// ExpiresAt is epoch seconds: the key may be reused after it. It is
+	// also the table's TTL attribute, so only a terminal record carries
+	// it: whoever settles the record sets it to the settlement time plus
+	// RetentionSeconds. A record without it never expires and DynamoDB
+	// never deletes it.
+	ExpiresAt int64 `dynamodbav:"expiresAt,omitempty"`
+	// RetentionSeconds is how long the record is kept once settled,
+	// fixed when the key is reserved.
+	RetentionSeconds int64 `dynamodbav:"retentionSeconds,omitempty"`
 	// Pending mirrors Status while the record is not terminal (the sparse
 	// Pending index); removed on completion.
 	Pending string `dynamodbav:"pending,omitempty"`
@@ -66,8 +72,18 @@ type Record struct {
 	UpdatedAt    string `dynamodbav:"updatedAt,omitempty"`
 }
 
-// Expired reports whether the record's retention has passed at now.
-func (r Record) Expired(now time.Time) bool { return now.Unix() >= r.ExpiresAt }
+// Expired reports whether the record's retention has passed at now. A
+// record without an expiry (one that is not settled) never expires.
+func (r Record) Expired(now time.Time) bool { return r.ExpiresAt > 0 && now.Unix() >= r.ExpiresAt }
+
+// Retention is how long the record is kept once settled: its
+// RetentionSeconds, or DefaultRetention for a record stored without one.
+func (r Record) Retention() time.Duration {
+	if r.RetentionSeconds <= 0 {
+		return DefaultRetention
+	}
+	return time.Duration(r.RetentionSeconds) * time.Second
+}
 
 // Reusable reports whether a new request may take the record's key at now:
 // the record is terminal and past its expiry.

@@ -42,7 +42,8 @@ type Store struct {
 // Option configures a Store.
 type Option func(*Store)
 
-// WithRetention sets how long a key is kept after its reservation.
+// WithRetention sets how long a key is kept after its record is settled.
+// It is stored in each record (RetentionSeconds) when the key is reserved.
 func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
 
 // WithClock sets the clock (tests).
@@ -67,7 +68,8 @@ type Reservation struct {
 }
 
 // Reserve takes the key with one conditional PutItem. When the key is free,
-// or its record is terminal and past its expiry, it stores a RESERVED record
+// or its record is terminal and past its expiry (a record that is not
+// terminal has none), it stores a RESERVED record
 // and returns it with created = true. Otherwise it returns the existing
 // record, read from the failed write itself (ALL_OLD), with created = false;
 // the caller compares fingerprints (see Record.Matches).
@@ -84,8 +86,9 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 		ResourceID:  r.ResourceID,
 		Request:     string(r.Request),
 		CreatedAt:   now.Format(TimeFormat),
-		ExpiresAt:   now.Add(s.retention).Unix(),
-		Pending:     string(StatusReserved),
+		// No ExpiresAt: it is the TTL attribute, set only at settlement.
+		RetentionSeconds: int64(s.retention / time.Second),
+		Pending:          string(StatusReserved),
 	}
 	item, err := attributevalue.MarshalMap(rec)
 	if err != nil {

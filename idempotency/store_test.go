@@ -49,12 +49,14 @@ func reservation(scope, key, body, id string) idempotency.Reservation {
 	}
 }
 
-// settle moves a record to status, as the workflow does.
-func settle(t *testing.T, client *dynamodb.Client, table, recordKey string, status idempotency.Status) {
+// settle moves a record to status at settledAt, as the workflow does: a
+// terminal record gets its expiry, settledAt plus the retention.
+func settle(t *testing.T, client *dynamodb.Client, table, recordKey string, status idempotency.Status, settledAt time.Time) {
 	t.Helper()
 	update := expression.Set(expression.Name(idempotency.AttrStatus), expression.Value(status))
 	if status.Terminal() {
-		update = update.Remove(expression.Name(idempotency.AttrPending))
+		update = update.Remove(expression.Name(idempotency.AttrPending)).
+			Set(expression.Name(idempotency.AttrExpiresAt), expression.Value(settledAt.Add(idempotency.DefaultRetention).Unix()))
 	}
 	expr, err := expression.NewBuilder().WithUpdate(update).Build()
 	if err != nil {
@@ -92,7 +94,7 @@ func TestReserveNewKey(t *testing.T) {
 	want := idempotency.Record{
 		Key: idempotency.RecordKey("alice", "k1"), Scope: "alice", Status: idempotency.StatusReserved,
 		Fingerprint: idempotency.Fingerprint([]byte(`{"a":1}`)), ResourceID: "t-1", Request: `{"a":1}`,
-		CreatedAt: "2026-03-01T12:00:00.000Z", ExpiresAt: clk.now.Add(2 * time.Hour).Unix(), Pending: "RESERVED",
+		CreatedAt: "2026-03-01T12:00:00.000Z", RetentionSeconds: 7200, Pending: "RESERVED",
 	}
 	if got != want || rec != want {
 		t.Fatalf("stored %+v\nreturned %+v\nwant %+v", got, rec, want)
@@ -107,21 +109,25 @@ func TestReserveExistingKey(t *testing.T) {
 	ctx := context.Background()
 
 	tests := []struct {
-		name        string
-		status      idempotency.Status
+		name   string
+		status idempotency.Status
+		// settled is when the record settled, after the reservation.
+		settled     time.Duration
 		after       time.Duration
 		wantCreated bool
 	}{
-		{"reserved", idempotency.StatusReserved, time.Minute, false},
-		{"in progress", idempotency.StatusInProgress, time.Hour, false},
-		{"completed within retention", idempotency.StatusCompleted, 23 * time.Hour, false},
-		{"failed within retention", idempotency.StatusFailed, 23 * time.Hour, false},
-		{"completed past retention", idempotency.StatusCompleted, 24 * time.Hour, true},
-		{"failed past retention", idempotency.StatusFailed, 48 * time.Hour, true},
+		{"reserved", idempotency.StatusReserved, 0, time.Minute, false},
+		{"in progress", idempotency.StatusInProgress, 0, time.Hour, false},
+		{"completed within retention", idempotency.StatusCompleted, 0, 23 * time.Hour, false},
+		{"failed within retention", idempotency.StatusFailed, 0, 23 * time.Hour, false},
+		{"completed past retention", idempotency.StatusCompleted, 0, 24 * time.Hour, true},
+		{"failed past retention", idempotency.StatusFailed, 0, 48 * time.Hour, true},
+		// Retention runs from settlement, not from the reservation.
+		{"settled late, within retention from the settlement", idempotency.StatusCompleted, 12 * time.Hour, 30 * time.Hour, false},
 		// Expiry never frees a transfer that has not finished.
-		{"reserved past retention", idempotency.StatusReserved, 48 * time.Hour, false},
-		{"in progress past retention", idempotency.StatusInProgress, 48 * time.Hour, false},
-		{"reconciling past retention", idempotency.StatusReconciling, 48 * time.Hour, false},
+		{"reserved past retention", idempotency.StatusReserved, 0, 48 * time.Hour, false},
+		{"in progress past retention", idempotency.StatusInProgress, 0, 48 * time.Hour, false},
+		{"reconciling past retention", idempotency.StatusReconciling, 0, 48 * time.Hour, false},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,7 +137,7 @@ func TestReserveExistingKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			settle(t, client, table, first.Key, tt.status)
+			settle(t, client, table, first.Key, tt.status, clk.now.Add(tt.settled))
 			clk.now = clk.now.Add(tt.after)
 
 			calls.Store(0)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/exactlyonce/transfers/idempotency"
 )
@@ -46,6 +47,10 @@ type WorkflowInput struct {
 	TransferID string          `json:"transferId"`
 	CreatedAt  string          `json:"createdAt"`
 	Request    json.RawMessage `json:"request"`
+	// RetentionSeconds is how long the record is kept once settled; the
+	// leg workers turn it into the record's expiry (the workflow has no
+	// clock to compute one).
+	RetentionSeconds int64 `json:"retentionSeconds"`
 }
 
 // NewWorkflowInput builds the execution input of rec.
@@ -58,6 +63,9 @@ func NewWorkflowInput(rec idempotency.Record) ([]byte, error) {
 		TransferID: rec.ResourceID,
 		CreatedAt:  rec.CreatedAt,
 		Request:    json.RawMessage(rec.Request),
+		// Records stored before RetentionSeconds existed get the
+		// default.
+		RetentionSeconds: int64(rec.Retention() / time.Second),
 	})
 }
 
