@@ -315,6 +315,17 @@ func (e *env) markInProgress(t *testing.T, f fixture) {
 			Set(expression.Name("executionArn"), expression.Value(e.executionARN(f))))
 }
 
+// markInProgressAt is markInProgress with the updatedAt MarkInProgress
+// stores.
+func (e *env) markInProgressAt(t *testing.T, f fixture, at time.Time) {
+	t.Helper()
+	e.update(t, f, expression.Name("status").Equal(expression.Value("RESERVED")),
+		expression.Set(expression.Name("status"), expression.Value("IN_PROGRESS")).
+			Set(expression.Name("pending"), expression.Value("IN_PROGRESS")).
+			Set(expression.Name("executionArn"), expression.Value(e.executionARN(f))).
+			Set(expression.Name("updatedAt"), expression.Value(at.UTC().Format(idempotency.TimeFormat))))
+}
+
 // markReconciling fences the record as a reaper does before it reads the
 // ledger: what a reaper that stopped right after its fence leaves behind.
 func (e *env) markReconciling(t *testing.T, f fixture) {

@@ -52,17 +52,21 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultStuckAfter  = 15 * time.Minute
-	DefaultMaxStartAge = time.Hour
-	DefaultSweepLimit  = 100
+	DefaultStuckAfter     = 15 * time.Minute
+	DefaultMaxStartAge    = time.Hour
+	DefaultSweepLimit     = 100
+	DefaultNotFoundGrace  = time.Minute
+	DefaultAttentionAfter = 5
+	DefaultMaxBackoff     = 6 * time.Hour
 )
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvIdempotencyTable  = "IDEMPOTENCY_TABLE"
-	EnvLedgerTable       = "LEDGER_TABLE"
-	EnvStateMachineARN   = "STATE_MACHINE_ARN"
-	EnvStuckAfterMinutes = "STUCK_AFTER_MINUTES"
+	EnvIdempotencyTable     = "IDEMPOTENCY_TABLE"
+	EnvLedgerTable          = "LEDGER_TABLE"
+	EnvStateMachineARN      = "STATE_MACHINE_ARN"
+	EnvStuckAfterSeconds    = "STUCK_AFTER_SECONDS"
+	EnvNotFoundGraceSeconds = "NOT_FOUND_GRACE_SECONDS"
 )
 
 // EventBridge detail-type and source values the handler dispatches on.
@@ -89,16 +93,32 @@ type Config struct {
 	// and still be started; an older one is failed with "NotStarted".
 	// Default DefaultMaxStartAge.
 	MaxStartAge time.Duration
-	// SweepLimit bounds the records one sweep settles. Default
+	// SweepLimit bounds the records one sweep settles; each pending status
+	// (RECONCILING, IN_PROGRESS, RESERVED) gets its own share, so records
+	// of one status that keep failing cannot starve the others. Default
 	// DefaultSweepLimit.
 	SweepLimit int
+	// NotFoundGrace is how long after an IN_PROGRESS record's last update
+	// the reaper still waits when DescribeExecution says its execution
+	// does not exist: DescribeExecution is eventually consistent, so a
+	// healthy execution that just started may not be visible yet.
+	// Default DefaultNotFoundGrace.
+	NotFoundGrace time.Duration
+	// AttentionAfter is the number of failed sweeps after which a record
+	// is flagged for an operator (needsAttention, and the NeedsAttention
+	// metric). Each failure also pushes the record's next sweep back
+	// (StuckAfter doubled per failure, at most MaxBackoff). Defaults
+	// DefaultAttentionAfter and DefaultMaxBackoff.
+	AttentionAfter int
+	MaxBackoff     time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
 
 // ConfigFromEnv reads the configuration from the environment:
-// IDEMPOTENCY_TABLE, LEDGER_TABLE and STATE_MACHINE_ARN (required) and
-// STUCK_AFTER_MINUTES (a positive integer, default 15).
+// IDEMPOTENCY_TABLE, LEDGER_TABLE and STATE_MACHINE_ARN (required),
+// STUCK_AFTER_SECONDS (a positive integer, default 900) and
+// NOT_FOUND_GRACE_SECONDS (a positive integer, default 60).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg := Config{
 		IdempotencyTable: getenv(EnvIdempotencyTable),
@@ -114,14 +134,34 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("reaper: environment variable %s is required", v.name)
 		}
 	}
-	if v := getenv(EnvStuckAfterMinutes); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 || n > int64(365*24*60) {
-			return Config{}, fmt.Errorf("reaper: environment variable %s must be a positive number of minutes, got %q", EnvStuckAfterMinutes, v)
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{EnvStuckAfterSeconds, &cfg.StuckAfter},
+		{EnvNotFoundGraceSeconds, &cfg.NotFoundGrace},
+	} {
+		d, err := seconds(getenv, v.name)
+		if err != nil {
+			return Config{}, err
 		}
-		cfg.StuckAfter = time.Duration(n) * time.Minute
+		*v.dst = d
 	}
 	return cfg, nil
+}
+
+// seconds reads an optional positive number of seconds (at most a year);
+// 0 when unset.
+func seconds(getenv func(string) string, name string) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > int64(365*24*3600) {
+		return 0, fmt.Errorf("reaper: environment variable %s must be a positive number of seconds, got %q", name, v)
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // DynamoDBAPI is the part of the DynamoDB client the reaper uses on the
@@ -184,8 +224,18 @@ func New(cfg Config, db DynamoDBAPI, sfnClient StepFunctionsAPI, l Ledger, log *
 	if cfg.SweepLimit == 0 {
 		cfg.SweepLimit = DefaultSweepLimit
 	}
-	if cfg.StuckAfter < 0 || cfg.MaxStartAge < 0 || cfg.SweepLimit < 0 {
-		return nil, errors.New("reaper: StuckAfter, MaxStartAge and SweepLimit must not be negative")
+	if cfg.NotFoundGrace == 0 {
+		cfg.NotFoundGrace = DefaultNotFoundGrace
+	}
+	if cfg.AttentionAfter == 0 {
+		cfg.AttentionAfter = DefaultAttentionAfter
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.StuckAfter < 0 || cfg.MaxStartAge < 0 || cfg.SweepLimit < 0 || cfg.NotFoundGrace < 0 ||
+		cfg.AttentionAfter < 0 || cfg.MaxBackoff < 0 {
+		return nil, errors.New("reaper: StuckAfter, MaxStartAge, SweepLimit, NotFoundGrace, AttentionAfter and MaxBackoff must not be negative")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -36,6 +36,12 @@ const (
 	OutcomeRunning Outcome = "running"
 	// OutcomeStarted: a RESERVED record had no execution; it was started.
 	OutcomeStarted Outcome = "started"
+	// OutcomeRestarted: an IN_PROGRESS record's execution does not exist
+	// (it was lost, as executions of a stopped local runtime are); a new
+	// one was started from the stored record with the same name and
+	// input, so the transfer finishes instead of being reversed. Every
+	// leg of the new execution replays what the lost one committed.
+	OutcomeRestarted Outcome = "restarted"
 	// OutcomeCompleted: debit and credit were posted; the record is now
 	// COMPLETED.
 	OutcomeCompleted Outcome = "completed"
@@ -141,7 +147,7 @@ func (r *Reaper) step(ctx context.Context, log *slog.Logger, rec idempotency.Rec
 			// stopped before storing the outcome.
 			return r.reconcile(ctx, log, rec, r.notStarted())
 		default:
-			return r.reconcile(ctx, log, rec, cause{CodeExecutionNotFound, "The transfer's workflow could not be found"})
+			return r.lost(ctx, log, rec)
 		}
 	}
 
@@ -159,6 +165,39 @@ func (r *Reaper) step(ctx context.Context, log *slog.Logger, rec idempotency.Rec
 		return r.reconcile(ctx, log, rec, closedCause(exec))
 	}
 	return "", false, fmt.Errorf("execution %s has unknown status %q", aws.ToString(exec.ExecutionArn), exec.Status)
+}
+
+// lost decides on an IN_PROGRESS record whose execution DescribeExecution
+// does not find. That answer is eventually consistent, so it is trusted
+// only NotFoundGrace after the record's last update (MarkInProgress sets
+// it when the execution begins). Then the transfer is restarted from its
+// record while it is younger than MaxStartAge (finishing beats reversing
+// when nothing was rejected), and settled from the ledger after that.
+func (r *Reaper) lost(ctx context.Context, log *slog.Logger, rec idempotency.Record) (Outcome, bool, error) {
+	since := rec.UpdatedAt
+	if since == "" {
+		since = rec.CreatedAt
+	}
+	updated, err := time.Parse(time.RFC3339Nano, since)
+	if err != nil {
+		return "", false, fmt.Errorf("record updatedAt %q: %w", since, err)
+	}
+	if r.cfg.Now().Sub(updated) < r.cfg.NotFoundGrace {
+		log.InfoContext(ctx, "execution not visible yet", "decision", OutcomeRunning, "status", rec.Status, "updatedAt", since)
+		return OutcomeRunning, false, nil
+	}
+	created, err := time.Parse(time.RFC3339Nano, rec.CreatedAt)
+	if err != nil {
+		return "", false, fmt.Errorf("record createdAt %q: %w", rec.CreatedAt, err)
+	}
+	if r.cfg.Now().Sub(created) >= r.cfg.MaxStartAge {
+		return r.reconcile(ctx, log, rec, cause{CodeExecutionNotFound, "The transfer's workflow could not be found"})
+	}
+	outcome, again, err := r.start(ctx, log, rec)
+	if outcome == OutcomeStarted {
+		outcome = OutcomeRestarted
+	}
+	return outcome, again, err
 }
 
 func (r *Reaper) notStarted() cause {
@@ -308,12 +347,13 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 		outcome = OutcomeFailed
 	}
 
-	now := r.cfg.Now().UTC().Format(idempotency.TimeFormat)
+	settled := r.cfg.Now().UTC()
+	now := settled.Format(idempotency.TimeFormat)
 	final, response, err := settledResponse(rec, req, outcome, why, now)
 	if err != nil {
 		return "", false, err
 	}
-	done, err := r.finish(ctx, rec, final, response, now)
+	done, err := r.finish(ctx, rec, final, response, now, settled.Add(rec.Retention()).Unix())
 	if err != nil {
 		return "", false, err
 	}
@@ -357,18 +397,23 @@ func (r *Reaper) fence(ctx context.Context, rec idempotency.Record) (bool, error
 		))
 	update := expression.Set(status, expression.Value(string(idempotency.StatusReconciling))).
 		Set(expression.Name(idempotency.AttrPending), expression.Value(string(idempotency.StatusReconciling))).
-		Set(expression.Name(attrUpdatedAt), expression.Value(r.cfg.Now().UTC().Format(idempotency.TimeFormat)))
+		Set(expression.Name(attrUpdatedAt), expression.Value(r.cfg.Now().UTC().Format(idempotency.TimeFormat))).
+		// A record is only deleted by TTL once terminal; one reserved
+		// before expiresAt was the TTL attribute alone may still carry it.
+		Remove(expression.Name(idempotency.AttrExpiresAt))
 	return r.update(ctx, rec.Key, cond, update, "fence the record")
 }
 
-// finish stores the terminal status and response of a fenced record and
+// finish stores the terminal status and response of a fenced record, with
+// its expiry (the TTL attribute, which only a terminal record carries), and
 // takes it out of the Pending index. false: the record is no longer this
 // transfer's RECONCILING record (another reaper finished first).
-func (r *Reaper) finish(ctx context.Context, rec idempotency.Record, final idempotency.Status, response, now string) (bool, error) {
+func (r *Reaper) finish(ctx context.Context, rec idempotency.Record, final idempotency.Status, response, now string, expiresAt int64) (bool, error) {
 	cond := expression.Name(idempotency.AttrStatus).Equal(expression.Value(string(idempotency.StatusReconciling))).
 		And(expression.Name(idempotency.AttrResourceID).Equal(expression.Value(rec.ResourceID)))
 	update := expression.Set(expression.Name(idempotency.AttrStatus), expression.Value(string(final))).
 		Set(expression.Name(idempotency.AttrResponse), expression.Value(response)).
+		Set(expression.Name(idempotency.AttrExpiresAt), expression.Value(expiresAt)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
 		Remove(expression.Name(idempotency.AttrPending))
 	return r.update(ctx, rec.Key, cond, update, "store the outcome")

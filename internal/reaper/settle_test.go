@@ -204,14 +204,45 @@ func TestSettle(t *testing.T) {
 			},
 		},
 		{
-			name:      "in progress without execution: refunded",
+			name:      "in progress without execution, too old to restart: refunded",
 			reference: runRef,
+			age:       2 * time.Hour,
 			setup: func(t *testing.T, e *env, f fixture) {
 				e.markInProgress(t, f)
 				e.post(t, f, debit)
 			},
 			want:  reaper.OutcomeReversed,
 			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeExecutionNotFound, reversed: true},
+		},
+		{
+			name:      "in progress without execution: restarted from the record",
+			reference: runRef,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+			},
+			want: reaper.OutcomeRestarted,
+			check: func(t *testing.T, e *env, f fixture) {
+				if st := e.executionStatus(t, f); st != "RUNNING" {
+					t.Errorf("execution is %q; want RUNNING", st)
+				}
+			},
+		},
+		{
+			// DescribeExecution is eventually consistent: an execution that
+			// has just begun may not be visible yet.
+			name:      "in progress, execution not visible yet: left alone",
+			reference: runRef,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.markInProgressAt(t, f, time.Now().Add(-10*time.Second))
+				e.post(t, f, debit)
+			},
+			want: reaper.OutcomeRunning,
+			check: func(t *testing.T, e *env, f fixture) {
+				if st := e.executionStatus(t, f); st != "" {
+					t.Errorf("execution is %s; want none started", st)
+				}
+			},
 		},
 		{
 			name:      "fenced by a reaper that stopped: resumed",

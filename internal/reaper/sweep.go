@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/metrics"
 )
 
 // pendingOrder is the order in which the sweep reads the Pending index:
@@ -43,8 +45,13 @@ type SweepResult struct {
 	Found int
 	// Outcomes counts the decisions on the records settled without error.
 	Outcomes map[Outcome]int
-	// Errors is the number of records whose settling failed.
+	// Errors is the number of records whose settling failed. Each was
+	// deferred: its next sweep waits StuckAfter doubled per failure.
 	Errors int
+	// NeedsAttention counts the records that failed this sweep and have
+	// now failed Config.AttentionAfter sweeps or more; they carry
+	// needsAttention = true for an operator.
+	NeedsAttention int
 	// Remaining is the number of stuck records left for later sweeps:
 	// beyond the limit, or not reached before the deadline. The index is
 	// eventually consistent, so it is an estimate; with RemainingAtLeast
@@ -55,22 +62,38 @@ type SweepResult struct {
 
 // pendingRef is a record found in the Pending index.
 type pendingRef struct {
-	Key        string `dynamodbav:"pk"`
-	ResourceID string `dynamodbav:"resourceId"`
-	Pending    string `dynamodbav:"pending"`
-	CreatedAt  string `dynamodbav:"createdAt"`
+	Key           string `dynamodbav:"pk"`
+	ResourceID    string `dynamodbav:"resourceId"`
+	Pending       string `dynamodbav:"pending"`
+	CreatedAt     string `dynamodbav:"createdAt"`
+	SweepAttempts int    `dynamodbav:"sweepAttempts"`
 }
+
+// Attributes the sweep keeps on a record it failed to settle.
+const (
+	attrSweepAttempts  = "sweepAttempts"
+	attrNextSweepAt    = "nextSweepAt"
+	attrLastSweepError = "lastSweepError"
+	attrNeedsAttention = "needsAttention"
+)
+
+// maxErrorBytes bounds the error text stored on a record.
+const maxErrorBytes = 1000
 
 // Sweep settles records created more than Config.StuckAfter ago that are
 // still RESERVED, IN_PROGRESS or RECONCILING, oldest first within each
-// status, at most Config.SweepLimit of them. A transfer that cannot be
-// settled does not stop the sweep: the errors are joined and returned at
-// the end, so the schedule's retry (or the next run) tries again.
+// status, at most Config.SweepLimit of them, each status with its own
+// share. A transfer that cannot be settled does not stop the sweep: it is
+// deferred (its next sweep waits, with exponential backoff), flagged for
+// an operator once it has failed Config.AttentionAfter times, and the
+// errors are joined and returned at the end.
 func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 	res := SweepResult{Outcomes: map[Outcome]int{}}
-	cutoff := r.cfg.Now().Add(-r.cfg.StuckAfter).UTC().Format(idempotency.TimeFormat)
+	now := r.cfg.Now().UTC()
+	cutoff := now.Add(-r.cfg.StuckAfter).Format(idempotency.TimeFormat)
+	nowText := now.Format(idempotency.TimeFormat)
 
-	refs, rest, err := r.findStuck(ctx, cutoff)
+	refs, rest, err := r.findStuck(ctx, cutoff, nowText)
 	if err != nil {
 		return res, fmt.Errorf("sweep: %w", err)
 	}
@@ -87,30 +110,87 @@ func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 		if err != nil {
 			res.Errors++
 			errs = append(errs, err)
+			attention, derr := r.deferRecord(ctx, ref, now, err)
+			if derr != nil {
+				errs = append(errs, derr)
+			}
+			if attention {
+				res.NeedsAttention++
+			}
 			continue
 		}
 		res.Outcomes[outcome]++
 	}
 
-	if rest != nil {
-		n, complete, err := r.countStuck(ctx, cutoff, *rest)
+	for _, pos := range rest {
+		n, complete, err := r.countStuck(ctx, cutoff, nowText, pos)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("count remaining: %w", err))
 		}
 		res.Remaining += n
-		res.RemainingAtLeast = !complete
+		res.RemainingAtLeast = res.RemainingAtLeast || !complete
 	}
 
-	attrs := []any{"found", res.Found, "errors", res.Errors, "remaining", res.Remaining,
-		"remainingAtLeast", res.RemainingAtLeast, "stuckBefore", cutoff}
+	attrs := []any{"found", res.Found, "errors", res.Errors, "needsAttention", res.NeedsAttention,
+		"remaining", res.Remaining, "remainingAtLeast", res.RemainingAtLeast, "stuckBefore", cutoff}
 	for o, n := range res.Outcomes {
 		attrs = append(attrs, string(o), n)
 	}
 	r.log.InfoContext(ctx, "sweep finished", attrs...)
+	settledCount := 0
+	for _, n := range res.Outcomes {
+		settledCount += n
+	}
+	metrics.Emit(ctx, r.log, "sweep metrics", []slog.Attr{slog.String("Service", "reaper")},
+		metrics.Metric{Name: "SweepFound", Value: float64(res.Found)},
+		metrics.Metric{Name: "Swept", Value: float64(settledCount)},
+		metrics.Metric{Name: "SweepFailed", Value: float64(res.Errors)},
+		metrics.Metric{Name: "NeedsAttention", Value: float64(res.NeedsAttention)},
+		metrics.Metric{Name: "SweepRemaining", Value: float64(res.Remaining)},
+	)
 	if len(errs) > 0 {
 		return res, fmt.Errorf("sweep: %d of %d transfers not settled: %w", res.Errors, res.Found, errors.Join(errs...))
 	}
 	return res, nil
+}
+
+// deferRecord records a failed sweep of ref on its record: one more
+// attempt, the time before which no sweep takes it again (StuckAfter
+// doubled per failure, at most MaxBackoff), the error, and needsAttention
+// once it has failed AttentionAfter times. A record that left the Pending
+// index meanwhile (settled by someone else) is left alone. attention
+// reports a record now flagged.
+func (r *Reaper) deferRecord(ctx context.Context, ref pendingRef, now time.Time, cause error) (attention bool, err error) {
+	attempts := ref.SweepAttempts + 1
+	backoff := r.cfg.StuckAfter
+	for i := 1; i < attempts && backoff < r.cfg.MaxBackoff; i++ {
+		backoff *= 2
+	}
+	backoff = min(backoff, r.cfg.MaxBackoff)
+	msg := cause.Error()
+	if len(msg) > maxErrorBytes {
+		msg = msg[:maxErrorBytes]
+	}
+	attention = attempts >= r.cfg.AttentionAfter
+	cond := expression.Name(idempotency.AttrResourceID).Equal(expression.Value(ref.ResourceID)).
+		And(expression.AttributeExists(expression.Name(idempotency.AttrPending)))
+	update := expression.Set(expression.Name(attrSweepAttempts), expression.Value(attempts)).
+		Set(expression.Name(attrNextSweepAt), expression.Value(now.Add(backoff).Format(idempotency.TimeFormat))).
+		Set(expression.Name(attrLastSweepError), expression.Value(msg))
+	if attention {
+		update = update.Set(expression.Name(attrNeedsAttention), expression.Value(true))
+	}
+	ok, err := r.update(ctx, ref.Key, cond, update, "defer the record")
+	if err != nil || !ok {
+		return false, err
+	}
+	level := slog.LevelWarn
+	if attention {
+		level = slog.LevelError
+	}
+	r.log.Log(ctx, level, "transfer deferred to a later sweep", "transferId", ref.ResourceID,
+		"sweepAttempts", attempts, "nextSweepIn", backoff.String(), "needsAttention", attention)
+	return attention, nil
 }
 
 // position is where a read of the Pending index stopped: the status
@@ -121,79 +201,113 @@ type position struct {
 	start     map[string]types.AttributeValue
 }
 
-// findStuck reads up to SweepLimit stuck records. rest is where the read
-// stopped when the limit was reached with records possibly left; nil when
-// every stuck record was read.
-func (r *Reaper) findStuck(ctx context.Context, cutoff string) (refs []pendingRef, rest *position, err error) {
+// maxFilteredPages bounds the pages one status's read goes through: a page
+// may hold only deferred records, which the filter drops.
+const maxFilteredPages = 20
+
+// findStuck reads up to SweepLimit stuck records that are not deferred.
+// Each status first gets an equal share of what the statuses before it
+// left (rounded up), so records of one status cannot starve another; what
+// the shares leave unused goes to the statuses with records left, in
+// order. rest are the places where a read stopped with records possibly
+// left.
+func (r *Reaper) findStuck(ctx context.Context, cutoff, now string) (refs []pendingRef, rest []position, err error) {
 	limit := r.cfg.SweepLimit
+	var open []position
 	for p := range pendingOrder {
-		var start map[string]types.AttributeValue
-		for {
-			if len(refs) == limit {
-				return refs, &position{partition: p, start: start}, nil
-			}
-			in, err := r.pendingQuery(pendingOrder[p], cutoff, start)
-			if err != nil {
-				return nil, nil, err
-			}
-			in.Limit = aws.Int32(int32(min(limit-len(refs), maxPageSize)))
-			out, err := r.db.Query(ctx, in)
-			if err != nil {
-				return nil, nil, fmt.Errorf("query %s records: %w", pendingOrder[p], err)
-			}
-			for _, item := range out.Items {
-				var ref pendingRef
-				if err := attributevalue.UnmarshalMap(item, &ref); err != nil {
-					return nil, nil, fmt.Errorf("decode %s record: %w", pendingOrder[p], err)
-				}
-				refs = append(refs, ref)
-			}
-			if len(out.LastEvaluatedKey) == 0 {
-				break
-			}
-			start = out.LastEvaluatedKey
+		left := len(pendingOrder) - p
+		share := (limit - len(refs) + left - 1) / left
+		got, next, err := r.readStuck(ctx, position{partition: p}, share, cutoff, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		refs = append(refs, got...)
+		if next != nil {
+			open = append(open, *next)
 		}
 	}
-	return refs, nil, nil
+	for _, pos := range open {
+		if len(refs) == limit {
+			rest = append(rest, pos)
+			continue
+		}
+		got, next, err := r.readStuck(ctx, pos, limit-len(refs), cutoff, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		refs = append(refs, got...)
+		if next != nil {
+			rest = append(rest, *next)
+		}
+	}
+	return refs, rest, nil
 }
 
-// countStuck counts the stuck records from pos on, reading at most
-// maxCountPages pages; complete is false when it stopped early.
-func (r *Reaper) countStuck(ctx context.Context, cutoff string, pos position) (n int, complete bool, err error) {
-	pages := 0
+// readStuck reads up to want stuck records of pos's status from pos on.
+// next is where it stopped with records possibly left; nil when the status
+// has none left.
+func (r *Reaper) readStuck(ctx context.Context, pos position, want int, cutoff, now string) (refs []pendingRef, next *position, err error) {
 	start := pos.start
-	for p := pos.partition; p < len(pendingOrder); p++ {
-		for {
-			if pages == maxCountPages {
-				return n, false, nil
-			}
-			in, err := r.pendingQuery(pendingOrder[p], cutoff, start)
-			if err != nil {
-				return n, false, err
-			}
-			in.Select = types.SelectCount
-			out, err := r.db.Query(ctx, in)
-			if err != nil {
-				return n, false, fmt.Errorf("count %s records: %w", pendingOrder[p], err)
-			}
-			pages++
-			n += int(out.Count)
-			if len(out.LastEvaluatedKey) == 0 {
-				break
-			}
-			start = out.LastEvaluatedKey
+	for pages := 0; ; pages++ {
+		if len(refs) == want || pages == maxFilteredPages {
+			return refs, &position{partition: pos.partition, start: start}, nil
 		}
-		start = nil
+		in, err := r.pendingQuery(pendingOrder[pos.partition], cutoff, now, start)
+		if err != nil {
+			return nil, nil, err
+		}
+		in.Limit = aws.Int32(int32(min(want-len(refs), maxPageSize)))
+		out, err := r.db.Query(ctx, in)
+		if err != nil {
+			return nil, nil, fmt.Errorf("query %s records: %w", pendingOrder[pos.partition], err)
+		}
+		for _, item := range out.Items {
+			var ref pendingRef
+			if err := attributevalue.UnmarshalMap(item, &ref); err != nil {
+				return nil, nil, fmt.Errorf("decode %s record: %w", pendingOrder[pos.partition], err)
+			}
+			refs = append(refs, ref)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return refs, nil, nil
+		}
+		start = out.LastEvaluatedKey
 	}
-	return n, true, nil
+}
+
+// countStuck counts the stuck records of pos's status from pos on, reading
+// at most maxCountPages pages; complete is false when it stopped early.
+func (r *Reaper) countStuck(ctx context.Context, cutoff, now string, pos position) (n int, complete bool, err error) {
+	start := pos.start
+	for pages := 0; ; pages++ {
+		if pages == maxCountPages {
+			return n, false, nil
+		}
+		in, err := r.pendingQuery(pendingOrder[pos.partition], cutoff, now, start)
+		if err != nil {
+			return n, false, err
+		}
+		in.Select = types.SelectCount
+		out, err := r.db.Query(ctx, in)
+		if err != nil {
+			return n, false, fmt.Errorf("count %s records: %w", pendingOrder[pos.partition], err)
+		}
+		n += int(out.Count)
+		if len(out.LastEvaluatedKey) == 0 {
+			return n, true, nil
+		}
+		start = out.LastEvaluatedKey
+	}
 }
 
 // pendingQuery queries the Pending index for records of status created
-// before cutoff, oldest first, from start.
-func (r *Reaper) pendingQuery(status idempotency.Status, cutoff string, start map[string]types.AttributeValue) (*dynamodb.QueryInput, error) {
+// before cutoff and not deferred past now, oldest first, from start.
+func (r *Reaper) pendingQuery(status idempotency.Status, cutoff, now string, start map[string]types.AttributeValue) (*dynamodb.QueryInput, error) {
 	keyCond := expression.Key(idempotency.AttrPending).Equal(expression.Value(string(status))).
 		And(expression.Key(idempotency.AttrCreatedAt).LessThan(expression.Value(cutoff)))
-	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).Build()
+	due := expression.AttributeNotExists(expression.Name(attrNextSweepAt)).
+		Or(expression.Name(attrNextSweepAt).LessThanEqual(expression.Value(now)))
+	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).WithFilter(due).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build %s query: %w", status, err)
 	}
@@ -201,6 +315,7 @@ func (r *Reaper) pendingQuery(status idempotency.Status, cutoff string, start ma
 		TableName:                 aws.String(r.cfg.IdempotencyTable),
 		IndexName:                 aws.String(idempotency.IndexPending),
 		KeyConditionExpression:    expr.KeyCondition(),
+		FilterExpression:          expr.Filter(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
 		ExclusiveStartKey:         start,

@@ -1,13 +1,16 @@
 package reaper_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/reaper"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
@@ -220,5 +223,82 @@ func TestSweepContinuesPastFailure(t *testing.T) {
 	}
 	if st := e.executionStatus(t, corrupt); st != "" {
 		t.Errorf("corrupt record's execution = %s; want none", st)
+	}
+}
+
+// refusingLedger refuses to post the legs of some transfers, as a ledger
+// that keeps refusing a refund does.
+type refusingLedger struct {
+	reaper.Ledger
+	refuse map[string]bool
+}
+
+func (l refusingLedger) Post(ctx context.Context, leg ledger.Leg) (ledger.Entry, error) {
+	if l.refuse[leg.TransferID] {
+		return ledger.Entry{}, fmt.Errorf("refund %s: %w", leg.TransferID, ledger.ErrCurrencyMismatch)
+	}
+	return l.Ledger.Post(ctx, leg)
+}
+
+// TestSweepDoesNotStarve: fenced records that keep failing to settle do
+// not hold the sweep's whole budget: younger stuck records of other
+// statuses are settled in the same sweep, the failing ones are deferred
+// with backoff, and after AttentionAfter failures flagged for an operator.
+func TestSweepDoesNotStarve(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	refuse := map[string]bool{}
+	var failing []fixture
+	for _, age := range []time.Duration{50 * time.Minute, 45 * time.Minute, 40 * time.Minute} {
+		f := e.newTransfer(t, "TransferFenced", age)
+		e.closeExecution(t, f)
+		e.markInProgress(t, f)
+		e.post(t, f, debit)
+		e.markReconciling(t, f)
+		refuse[f.rec.ResourceID] = true
+		failing = append(failing, f)
+	}
+	behind := e.newTransfer(t, failRef, 20*time.Minute)
+	e.closeExecution(t, behind)
+	e.markInProgress(t, behind)
+	e.post(t, behind, debit)
+
+	now := time.Now()
+	clock := func() time.Time { return now }
+	r := e.newReaper(t, refusingLedger{e.ledger, refuse}, func(c *reaper.Config) {
+		c.SweepLimit = 3
+		c.AttentionAfter = 2
+		c.Now = clock
+	})
+
+	// RECONCILING, IN_PROGRESS and RESERVED get one of the three places
+	// each; RESERVED leaves its place to RECONCILING.
+	res, err := r.Sweep(testContext(t))
+	if err == nil || res.Found != 3 || res.Errors != 2 || res.Outcomes[reaper.OutcomeReversed] != 1 {
+		t.Fatalf("first sweep = %+v, %v; want the stuck IN_PROGRESS transfer reversed and two fenced failures", res, err)
+	}
+	e.checkSettled(t, behind, settled{status: idempotency.StatusFailed, code: reaper.CodeExecutionFailed, reversed: true})
+
+	// The failed records wait; the next sweep at the same time takes the
+	// one not tried yet.
+	res, _ = r.Sweep(testContext(t))
+	if res.Found != 1 || res.Errors != 1 {
+		t.Errorf("second sweep = %+v; want the fenced record not tried yet", res)
+	}
+	res, _ = r.Sweep(testContext(t))
+	if res.Found != 0 {
+		t.Errorf("third sweep = %+v; want every failing record deferred", res)
+	}
+
+	// Past the backoff each fails a second time and is flagged.
+	now = now.Add(2 * reaper.DefaultStuckAfter)
+	res, _ = r.Sweep(testContext(t))
+	if res.Found != 3 || res.NeedsAttention != 3 {
+		t.Errorf("sweep past the backoff = %+v; want 3 found, 3 needing attention", res)
+	}
+	for _, f := range failing {
+		raw := e.rawRecord(t, f)
+		if raw["needsAttention"] != true || raw["status"] != "RECONCILING" {
+			t.Errorf("record %s: needsAttention %v, status %v; want true, RECONCILING", f.rec.ResourceID, raw["needsAttention"], raw["status"])
+		}
 	}
 }

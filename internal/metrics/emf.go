@@ -1,0 +1,68 @@
+// Package metrics publishes CloudWatch metrics in the Embedded Metric
+// Format (EMF): a structured log line whose "_aws" member tells CloudWatch
+// Logs which of its fields are metrics. Publishing costs no API call and no
+// extra latency; the log line is the metric.
+//
+// The functions log JSON through log/slog (Lambda's JSON log format), so a
+// metric is one slog record whose attributes form the EMF document.
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Namespace is the CloudWatch namespace of the project's metrics.
+const Namespace = "ExactlyOnceTransfers"
+
+// Units of CloudWatch metrics used here.
+const (
+	Count        = "Count"
+	Milliseconds = "Milliseconds"
+)
+
+// Metric is one value of one metric.
+type Metric struct {
+	Name  string
+	Value float64
+	Unit  string // Count when empty
+}
+
+// Attrs returns the attributes of one EMF document: the "_aws" metadata
+// (timestamp, namespace, the dimension set and the metric definitions),
+// then each dimension and each metric value as a top-level member.
+func Attrs(now time.Time, dims []slog.Attr, ms ...Metric) []slog.Attr {
+	dimNames := make([]string, 0, len(dims))
+	for _, d := range dims {
+		dimNames = append(dimNames, d.Key)
+	}
+	defs := make([]map[string]string, 0, len(ms))
+	for _, m := range ms {
+		unit := m.Unit
+		if unit == "" {
+			unit = Count
+		}
+		defs = append(defs, map[string]string{"Name": m.Name, "Unit": unit})
+	}
+	aws := map[string]any{
+		"Timestamp": now.UnixMilli(),
+		"CloudWatchMetrics": []map[string]any{{
+			"Namespace":  Namespace,
+			"Dimensions": [][]string{dimNames},
+			"Metrics":    defs,
+		}},
+	}
+	attrs := make([]slog.Attr, 0, 1+len(dims)+len(ms))
+	attrs = append(attrs, slog.Any("_aws", aws))
+	attrs = append(attrs, dims...)
+	for _, m := range ms {
+		attrs = append(attrs, slog.Float64(m.Name, m.Value))
+	}
+	return attrs
+}
+
+// Emit logs one EMF document at info level with message msg.
+func Emit(ctx context.Context, log *slog.Logger, msg string, dims []slog.Attr, ms ...Metric) {
+	log.LogAttrs(ctx, slog.LevelInfo, msg, Attrs(time.Now(), dims, ms...)...)
+}
