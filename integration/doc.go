@@ -60,5 +60,5 @@
 // The case that holds a transfer in progress writes its idempotency record
 // directly and never starts a workflow for it; on a deployed stack the
 // sweeper settles that record (as FAILED, nothing moved) once it is older
-// than StuckAfterMinutes.
+// than StuckAfterSeconds.
 package integration
