@@ -19,6 +19,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -31,9 +32,11 @@ import (
 	"github.com/exactlyonce/transfers/internal/local/apigw"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
 	"github.com/exactlyonce/transfers/internal/local/eventbus"
+	"github.com/exactlyonce/transfers/internal/local/fault"
 	"github.com/exactlyonce/transfers/internal/local/lambdarun"
 	"github.com/exactlyonce/transfers/internal/local/sdklog"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
+	"github.com/exactlyonce/transfers/internal/local/ttl"
 )
 
 // Options configure Start.
@@ -57,6 +60,17 @@ type Options struct {
 	Parameters map[string]string
 	// Logger receives the runtime's and the functions' logs; nil discards.
 	Logger *slog.Logger
+	// Faults, when set, is wired into the runtime for tests: the Lambda
+	// registry's interceptor, the Step Functions endpoint's event
+	// publisher and DynamoDB transport, and the APIOptions of AWS (and so
+	// of every function's SDK clients). nil injects nothing.
+	Faults *fault.Injector
+	// TTLLag and TTLInterval configure the TTL emulator (Stack.TTL): an
+	// expired item becomes deletable TTLLag after its expiry, and the
+	// emulator runs every TTLInterval; 0 runs no loop (call
+	// Stack.TTL.RunNow).
+	TTLLag      time.Duration
+	TTLInterval time.Duration
 }
 
 // Stack is a running local stack.
@@ -76,7 +90,13 @@ type Stack struct {
 	SFN       *sfnlocal.Server
 	Bus       *eventbus.Bus
 	Functions *lambdarun.Registry
+	// TTL deletes the expired items of the tables with Time to Live.
+	TTL *ttl.Emulator
 
+	async   *asyncInvoker
+	faults  *fault.Injector
+	failMu  sync.Mutex
+	failed  []FailedInvocation
 	ddb     *ddblocal.Server
 	api     *http.Server
 	apiDone chan error
@@ -129,12 +149,20 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 
 	st.Functions = &lambdarun.Registry{}
 	st.Bus = eventbus.New(eventbus.Config{Region: Region, AccountID: AccountID, TimeScale: opts.TimeScale, Logger: log.With("component", "eventbridge")})
+	st.async = newAsyncInvoker(st.Functions, opts.TimeScale, log.With("component", "lambda-async"), st.recordFailure)
+	ddbCfg := sfnlocal.DynamoDBConfig{Endpoint: st.DynamoDBEndpoint}
+	var publisher sfnlocal.Publisher = st.Bus
+	if st.faults = opts.Faults; st.faults != nil {
+		st.Functions.SetInterceptor(st.faults.Interceptor())
+		publisher = st.faults.Publisher(st.Bus)
+		ddbCfg.HTTPClient = &http.Client{Transport: st.faults.Transport(nil)}
+	}
 	st.SFN = sfnlocal.New(sfnlocal.Config{
 		Region:    Region,
 		AccountID: AccountID,
-		DynamoDB:  sfnlocal.DynamoDBConfig{Endpoint: st.DynamoDBEndpoint},
+		DynamoDB:  ddbCfg,
 		Lambda:    sfnlocal.Registry(st.Functions),
-		Publisher: st.Bus,
+		Publisher: publisher,
 		TimeScale: opts.TimeScale,
 		Logger:    log.With("component", "stepfunctions"),
 	})
@@ -157,17 +185,25 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("load AWS configuration: %w", err)
 	}
 	st.AWS.Logger = sdklog.New(log)
+	// The runtime's own clients (table creation, TTL) never see faults;
+	// the functions' clients, built from st.AWS, do.
+	runtimeAWS := st.AWS.Copy()
+	if st.faults != nil {
+		st.AWS.APIOptions = append(st.AWS.APIOptions, st.faults.APIOptions()...)
+	}
 
-	if err := st.createTables(ctx, tpl, env); err != nil {
+	if err := st.createTables(ctx, runtimeAWS, tpl, env, opts); err != nil {
 		return err
 	}
 	fns, err := tpl.Functions(env)
 	if err != nil {
 		return err
 	}
-	names := map[string]string{} // function logical ID -> name
+	names := map[string]string{}      // function logical ID -> name
+	async := map[string]asyncConfig{} // function logical ID -> EventInvokeConfig
 	for _, f := range fns {
 		names[f.LogicalID] = f.Name
+		async[f.LogicalID] = newAsyncConfig(f.EventInvokeConfig)
 	}
 	if err := st.startFunctions(ctx, fns, tplPath); err != nil {
 		return err
@@ -175,7 +211,7 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	if err := st.startStateMachines(tpl, env, filepath.Dir(tplPath)); err != nil {
 		return err
 	}
-	if err := st.startRules(tpl, env, names, opts.Schedules); err != nil {
+	if err := st.startRules(tpl, env, names, async, opts.Schedules); err != nil {
 		return err
 	}
 	if err := st.startAPI(tpl, env, names, opts.APIAddr); err != nil {
@@ -206,13 +242,22 @@ func templatePath(p string) (string, error) {
 }
 
 // createTables creates the template's tables that do not exist yet (a
-// persistent DynamoDB Local keeps them across restarts).
-func (st *Stack) createTables(ctx context.Context, tpl *cfn.Template, env cfn.Env) error {
+// persistent DynamoDB Local keeps them across restarts), and the TTL
+// emulator of those with Time to Live enabled.
+func (st *Stack) createTables(ctx context.Context, cfg aws.Config, tpl *cfn.Template, env cfn.Env, opts Options) error {
 	tables, err := tpl.Tables(env)
 	if err != nil {
 		return err
 	}
-	client := dynamodb.NewFromConfig(st.AWS)
+	client := dynamodb.NewFromConfig(cfg)
+	var expiring []ttl.Table
+	for _, t := range tables {
+		if t.TimeToLive != nil && aws.ToBool(t.TimeToLive.Enabled) {
+			expiring = append(expiring, ttl.Table{Name: aws.ToString(t.Input.TableName), Attribute: aws.ToString(t.TimeToLive.AttributeName)})
+		}
+	}
+	st.TTL = ttl.New(client, expiring, ttl.Options{Lag: opts.TTLLag, Interval: opts.TTLInterval, Logger: st.log.With("component", "ttl")})
+	st.TTL.Start()
 	existing, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
 	if err != nil {
 		return fmt.Errorf("list tables: %w", err)
@@ -282,7 +327,7 @@ func (st *Stack) startStateMachines(tpl *cfn.Template, env cfn.Env, dir string) 
 
 // startRules routes the template's event rules (and, when asked, its
 // schedules) to their functions.
-func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]string, schedules bool) error {
+func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]string, async map[string]asyncConfig, schedules bool) error {
 	rules, err := tpl.Rules(env)
 	if err != nil {
 		return err
@@ -291,7 +336,7 @@ func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]str
 		if !r.Enabled {
 			continue
 		}
-		target := functionTarget{st.Functions, names[r.TargetFunction]}
+		target := functionTarget{async: st.async, name: names[r.TargetFunction], rule: r.Name, cfg: async[r.TargetFunction]}
 		if r.ScheduleExpression != "" {
 			if schedules {
 				if err := st.Bus.AddSchedule(r.Name, r.ScheduleExpression, target); err != nil {
@@ -316,6 +361,12 @@ func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]str
 			Name: r.Name, Pattern: pattern, Target: target, RetryPolicy: policy,
 			DeadLetter: func(ctx context.Context, event []byte, err error) {
 				log.ErrorContext(ctx, "event dead-lettered", "deadLetterQueue", r.DeadLetterARN, "error", err, "event", string(event))
+				var attempts int
+				if de, ok := errors.AsType[*eventbus.DeliveryError](err); ok {
+					attempts = de.Attempts
+				}
+				st.recordFailure(FailedInvocation{Kind: FailedDeadLetter, Function: target.name, Rule: r.Name,
+					Destination: r.DeadLetterARN, Event: append([]byte(nil), event...), Attempts: attempts, Err: err, At: time.Now()})
 			},
 		}); err != nil {
 			return fmt.Errorf("rule %s: %w", r.LogicalID, err)
@@ -374,11 +425,58 @@ func apiStage(tpl *cfn.Template, env cfn.Env, id string) (string, error) {
 	return r.String(res.Properties.Get("StageName"))
 }
 
-// Close stops the stack: the API, then the running executions (given until
-// ctx ends to finish, then aborted), the event bus,
-// then DynamoDB Local if the stack started it.
+// recordFailure keeps an event that went to an on-failure destination or a
+// dead-letter queue.
+func (st *Stack) recordFailure(f FailedInvocation) {
+	st.failMu.Lock()
+	defer st.failMu.Unlock()
+	st.failed = append(st.failed, f)
+}
+
+// FailedInvocations returns, in order, the events sent to a function's
+// on-failure destination after its asynchronous invocation failed for
+// good, and those a rule dead-lettered. A healthy run has none.
+func (st *Stack) FailedInvocations() []FailedInvocation {
+	st.failMu.Lock()
+	defer st.failMu.Unlock()
+	return append([]FailedInvocation(nil), st.failed...)
+}
+
+// Drain waits until the stack is quiet: no event delivery in flight on the
+// bus, no asynchronous invocation pending (retry waits included), and, with
+// Faults, no delayed event or released detached invocation outstanding. It
+// does not wait for running executions (see SFN.Wait). It returns ctx's
+// error if ctx ends first.
+func (st *Stack) Drain(ctx context.Context) error {
+	quiet, cancel := context.WithCancel(context.Background())
+	cancel() // a done context: Bus.Drain then only reports whether it is idle
+	for {
+		if st.faults != nil {
+			if err := st.faults.Wait(ctx); err != nil {
+				return fmt.Errorf("stack: drain: faults: %w", err)
+			}
+		}
+		if err := st.Bus.Drain(ctx); err != nil {
+			return fmt.Errorf("stack: drain: %w", err)
+		}
+		if err := st.async.wait(ctx); err != nil {
+			return fmt.Errorf("stack: drain: asynchronous invocations: %w", err)
+		}
+		if st.Bus.Drain(quiet) == nil && st.async.isIdle() {
+			return nil
+		}
+	}
+}
+
+// Close stops the stack: the TTL emulator, the API, then the running
+// executions (given until ctx ends to finish, then aborted), the event bus
+// and the pending asynchronous invocations, then DynamoDB Local if the
+// stack started it.
 func (st *Stack) Close(ctx context.Context) error {
 	var errs []error
+	if st.TTL != nil {
+		st.TTL.Close()
+	}
 	if st.api != nil {
 		errs = append(errs, st.api.Shutdown(ctx))
 		if err := <-st.apiDone; !errors.Is(err, http.ErrServerClosed) {
@@ -391,26 +489,11 @@ func (st *Stack) Close(ctx context.Context) error {
 	if st.Bus != nil {
 		errs = append(errs, st.Bus.Close(ctx))
 	}
+	if st.async != nil {
+		errs = append(errs, st.async.close(ctx))
+	}
 	if st.ddb != nil {
 		errs = append(errs, st.ddb.Stop())
 	}
 	return errors.Join(errs...)
-}
-
-// functionTarget delivers events to a function; a function error is a
-// failed delivery, retried by the rule's retry policy.
-type functionTarget struct {
-	r    *lambdarun.Registry
-	name string
-}
-
-func (f functionTarget) Deliver(ctx context.Context, event []byte) error {
-	_, fnErr, err := f.r.InvokeFunction(ctx, f.name, event)
-	if err != nil {
-		return err
-	}
-	if fnErr != nil {
-		return fnErr
-	}
-	return nil
 }
