@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,6 +40,10 @@ func run() error {
 	doSeed := flag.Bool("seed", true, "open the demo accounts demo-alice and demo-bob")
 	dataDir := flag.String("data", "", "keep DynamoDB Local's data in this folder (default: in memory)")
 	verbose := flag.Bool("v", false, "log at debug level")
+	ttlInterval := flag.Duration("ttl-interval", time.Minute, "how often expired items are deleted from tables with Time to Live (0: never)")
+	ttlLag := flag.Duration("ttl-lag", 0, "how long after its expiry an item becomes deletable")
+	params := paramFlag{}
+	flag.Var(params, "param", "override a template parameter, as Key=Value (repeatable)")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -50,10 +56,13 @@ func run() error {
 	defer stop()
 
 	st, err := stack.Start(ctx, stack.Options{
-		APIAddr:   fmt.Sprintf("127.0.0.1:%d", *port),
-		DataDir:   *dataDir,
-		Schedules: true,
-		Logger:    log,
+		APIAddr:     fmt.Sprintf("127.0.0.1:%d", *port),
+		DataDir:     *dataDir,
+		Schedules:   true,
+		Parameters:  params,
+		TTLInterval: *ttlInterval,
+		TTLLag:      *ttlLag,
+		Logger:      log,
 	})
 	if err != nil {
 		return err
@@ -89,5 +98,26 @@ func run() error {
 		return context.Cause(ctx)
 	}
 	fmt.Fprintln(os.Stderr, "stopping")
+	return nil
+}
+
+// paramFlag collects repeated -param Key=Value flags.
+type paramFlag map[string]string
+
+func (p paramFlag) String() string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k+"="+p[k])
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+func (p paramFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want Key=Value, got %q", s)
+	}
+	p[k] = v
 	return nil
 }
