@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,12 +38,15 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 	if err != nil {
 		return problemResponse(problemFor(&transfer.ValidationError{Fields: []transfer.FieldError{{Code: "malformed_body", Detail: "the body is not valid base64"}}}), instance, nil)
 	}
-	tr, err := transfer.ParseRequest(raw, h.cfg.MaxAmount)
+	tr, limits, err := transfer.Parse(raw, h.cfg.MaxAmount)
 	if err != nil {
 		return problemResponse(problemFor(err), instance, nil)
 	}
 	canonical := tr.Canonical()
 	fingerprint := idempotency.Fingerprint(canonical)
+	if limits != nil {
+		return h.overLimits(ctx, scope, key, fingerprint, basePath(req), instance, limits)
+	}
 
 	rec, created, err := h.records.Reserve(ctx, idempotency.Reservation{
 		Scope: scope, Key: key, Fingerprint: fingerprint, ResourceID: h.newID(), Request: canonical,
@@ -59,6 +63,24 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 		return problemResponse(problemFor(err), instance, nil)
 	}
 	return h.replay(ctx, rec, basePath(req))
+}
+
+// overLimits answers a request that is valid but over today's limits.
+// Limits apply to new keys only: if the key already holds this request
+// (accepted before an operator lowered a limit), the replay gets its
+// stored answer. That costs one strongly consistent GetItem, on this path
+// only; nothing is written.
+func (h *Handler) overLimits(ctx context.Context, scope, key, fingerprint, base, instance string, lerr error) events.APIGatewayProxyResponse {
+	rec, err := h.records.GetByRecordKey(ctx, idempotency.RecordKey(scope, key))
+	switch {
+	case errors.Is(err, idempotency.ErrNotFound):
+	case err != nil:
+		h.log.ErrorContext(ctx, "read record of a request over the limits", "error", err)
+		return problemResponse(problemFor(err), instance, nil)
+	case rec.Matches(fingerprint) == nil && !rec.Reusable(time.Now()):
+		return h.replay(ctx, rec, base)
+	}
+	return problemResponse(problemFor(lerr), instance, nil)
 }
 
 // replay answers a duplicate from the record its reservation returned.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strconv"
 	"unicode"
@@ -86,16 +87,71 @@ type wire struct {
 	Reference            *string         `json:"reference"`
 }
 
-// ParseRequest decodes and validates a request body. maxAmount caps the
-// amount in minor units. The error is ErrBodyTooLarge or a
-// *ValidationError listing every invalid field.
+// ParseRequest decodes and validates a request body, limits included.
+// maxAmount caps the amount in minor units. The error is ErrBodyTooLarge
+// or a *ValidationError listing every invalid field.
 func ParseRequest(body []byte, maxAmount int64) (Request, error) {
-	if len(body) > MaxBodyBytes {
-		return Request{}, ErrBodyTooLarge
+	r, limits, err := Parse(body, maxAmount)
+	switch {
+	case err != nil:
+		return Request{}, err
+	case limits != nil:
+		return Request{}, limits
 	}
-	verr := &ValidationError{}
+	return r, nil
+}
+
+// Parse decodes and validates a request body. It tells apart what an
+// operator may change after a transfer was accepted, the limits (the
+// amount cap maxAmount and the list of accepted currencies, the active
+// ISO 4217 codes), from everything else, so that a request that breaks
+// only a limit can still be recognised as the replay of one accepted
+// under the earlier limits:
+//
+//   - err is ErrBodyTooLarge, or a *ValidationError listing every invalid
+//     field, limits included, when anything but a limit is wrong;
+//   - otherwise limits is a *ValidationError when the request breaks a
+//     limit, and r is the request all the same;
+//   - otherwise both are nil and r is valid.
+func Parse(body []byte, maxAmount int64) (r Request, limits, err error) {
+	if len(body) > MaxBodyBytes {
+		return Request{}, nil, ErrBodyTooLarge
+	}
+	r, verr, readable := parse(body)
+	if !readable {
+		// No field could be read: nothing to check against the limits.
+		return Request{}, nil, verr
+	}
+	lerr := &ValidationError{}
+	if r.Amount > maxAmount {
+		lerr.add("amount", "amount_too_large", fmt.Sprintf("amount must not exceed %d minor units", maxAmount))
+	}
+	if r.Currency != "" && !ValidCurrency(r.Currency) {
+		lerr.add("currency", "invalid_currency", "currency must be an ISO 4217 code in upper case, such as EUR")
+	}
+	switch {
+	case verr != nil:
+		verr.Fields = append(verr.Fields, lerr.Fields...)
+		return Request{}, nil, verr
+	case len(lerr.Fields) > 0:
+		return r, lerr, nil
+	}
+	return r, nil, nil
+}
+
+// parse checks everything but the limits. It returns the fields it could
+// read along with the problems (nil when there are none); readable is
+// false when the body could not be read into fields at all.
+func parse(body []byte) (r Request, verr *ValidationError, readable bool) {
+	verr = &ValidationError{}
+	if !utf8.Valid(body) {
+		// Decoding would replace the bad bytes with U+FFFD, and two
+		// different bodies would share one canonical form.
+		verr.add("", "malformed_json", "the body is not valid UTF-8")
+		return Request{}, verr, false
+	}
 	if !checkFieldNames(verr, body) {
-		return Request{}, verr
+		return Request{}, verr, false
 	}
 	var w wire
 	if err := json.Unmarshal(body, &w); err != nil {
@@ -105,20 +161,19 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 		} else {
 			verr.add("", "malformed_json", jsonProblem(err, ""))
 		}
-		return Request{}, verr
+		return Request{}, verr, false
 	}
 
-	var r Request
 	r.SourceAccountID = accountID(verr, "sourceAccountId", w.SourceAccountID)
 	r.DestinationAccountID = accountID(verr, "destinationAccountId", w.DestinationAccountID)
 	if r.SourceAccountID != "" && r.SourceAccountID == r.DestinationAccountID {
 		verr.add("destinationAccountId", "same_account", "destination must differ from the source account")
 	}
-	r.Amount = amount(verr, w.Amount, maxAmount)
+	r.Amount = amount(verr, w.Amount)
 	switch {
 	case w.Currency == nil:
 		verr.add("currency", "required", "currency is required")
-	case !ValidCurrency(*w.Currency):
+	case !currencyShape(*w.Currency):
 		verr.add("currency", "invalid_currency", "currency must be an ISO 4217 code in upper case, such as EUR")
 	default:
 		r.Currency = *w.Currency
@@ -130,9 +185,9 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 		}
 	}
 	if len(verr.Fields) > 0 {
-		return Request{}, verr
+		return r, verr, true
 	}
-	return r, nil
+	return r, nil, true
 }
 
 // fields are the names a request may carry, matched exactly.
@@ -218,7 +273,22 @@ func accountID(verr *ValidationError, field string, v *string) string {
 	return ""
 }
 
-func amount(verr *ValidationError, raw json.RawMessage, maxAmount int64) int64 {
+// currencyShape reports whether s looks like an ISO 4217 code: three
+// upper-case ASCII letters. Whether it is an accepted one is a limit
+// (CheckLimits).
+func currencyShape(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+func amount(verr *ValidationError, raw json.RawMessage) int64 {
 	if len(raw) == 0 || string(raw) == "null" {
 		verr.add("amount", "required", "amount is required")
 		return 0
@@ -229,8 +299,8 @@ func amount(verr *ValidationError, raw json.RawMessage, maxAmount int64) int64 {
 		return 0
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n > maxAmount {
-		verr.add("amount", "amount_too_large", fmt.Sprintf("amount must not exceed %d minor units", maxAmount))
+	if err != nil {
+		verr.add("amount", "amount_too_large", fmt.Sprintf("amount must not exceed %d minor units", int64(math.MaxInt64)))
 		return 0
 	}
 	return n

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -122,5 +123,50 @@ func TestCanonicalIsStable(t *testing.T) {
 	want := `{"sourceAccountId":"a","destinationAccountId":"b","amount":5,"currency":"EUR","reference":""}`
 	if string(a.Canonical()) != want || string(b.Canonical()) != want {
 		t.Fatalf("canonical forms %s and %s, want both %s", a.Canonical(), b.Canonical(), want)
+	}
+}
+
+// Parse tells the limits (which an operator may lower after a transfer
+// was accepted) apart from everything else.
+func TestParseSeparatesLimits(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		wantErr    []string // field/code of err
+		wantLimits []string // field/code of limits
+	}{
+		{"valid", `{"sourceAccountId":"a","destinationAccountId":"b","amount":5,"currency":"EUR"}`, nil, nil},
+		{"over the cap", `{"sourceAccountId":"a","destinationAccountId":"b","amount":100000001,"currency":"EUR"}`, nil, []string{"amount/amount_too_large"}},
+		{"unknown currency", `{"sourceAccountId":"a","destinationAccountId":"b","amount":5,"currency":"XYZ"}`, nil, []string{"currency/invalid_currency"}},
+		{"limit and shape together", `{"sourceAccountId":"","destinationAccountId":"b","amount":100000001,"currency":"XYZ"}`,
+			[]string{"sourceAccountId/invalid_account_id", "amount/amount_too_large", "currency/invalid_currency"}, nil},
+		{"lower-case currency is not a limit", `{"sourceAccountId":"a","destinationAccountId":"b","amount":5,"currency":"eur"}`, []string{"currency/invalid_currency"}, nil},
+		{"beyond int64 is not a limit", `{"sourceAccountId":"a","destinationAccountId":"b","amount":99999999999999999999,"currency":"EUR"}`, []string{"amount/amount_too_large"}, nil},
+		{"invalid UTF-8", "{\"sourceAccountId\":\"a\xff\",\"destinationAccountId\":\"b\",\"amount\":5,\"currency\":\"EUR\"}", []string{"/malformed_json"}, nil},
+	}
+	codes := func(err error) []string {
+		var verr *ValidationError
+		if !errors.As(err, &verr) {
+			return nil
+		}
+		var out []string
+		for _, f := range verr.Fields {
+			out = append(out, f.Field+"/"+f.Code)
+		}
+		return out
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, limits, err := Parse([]byte(tt.body), maxAmount)
+			if got := codes(err); !slices.Equal(got, tt.wantErr) {
+				t.Errorf("err = %v (%v), want %v", got, err, tt.wantErr)
+			}
+			if got := codes(limits); !slices.Equal(got, tt.wantLimits) {
+				t.Errorf("limits = %v, want %v", got, tt.wantLimits)
+			}
+			if err == nil && r.SourceAccountID != "a" {
+				t.Errorf("request = %+v, want it read", r)
+			}
+		})
 	}
 }
