@@ -56,9 +56,10 @@ func TestProjectDefinition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	input := `{"transferId":"t1","recordKey":"TRANSFER#t1","createdAt":"2026-01-02T03:04:05.000Z",
+	input := `{"transferId":"t1","recordKey":"TRANSFER#t1","createdAt":"2026-01-02T03:04:05.000Z","retentionSeconds":86400,
 	  "request":{"sourceAccountId":"a","destinationAccountId":"b","amount":"10.00","currency":"EUR","reference":"rent"}}`
-	rejected := fails(&Error{Name: "InsufficientFunds", Cause: `{"errorMessage":"balance too low","errorType":"InsufficientFunds"}`})
+	// The debit worker answers a refusal instead of failing.
+	rejected := returns(`{"rejected":{"code":"InsufficientFunds","detail":"balance too low"},"expiresAt":1767409445}`)
 	fenced := fails(&Error{Name: "DynamoDB.ConditionalCheckFailedException", Cause: "The conditional request failed"})
 	tests := []struct {
 		name       string
@@ -69,7 +70,7 @@ func TestProjectDefinition(t *testing.T) {
 		wantStatus string // the transfer's status in the output
 		wantCode   string // the transfer's failure code
 	}{
-		{"completed", returns(`{"entry":"d"}`), returns(`{"entry":"c"}`), returns(`{}`), "", "COMPLETED", ""},
+		{"completed", returns(`{"entry":"d","expiresAt":1767409445}`), returns(`{"entry":"c","expiresAt":1767409445}`), returns(`{}`), "", "COMPLETED", ""},
 		{"debit rejected", rejected, returns(`{}`), returns(`{}`), "", "FAILED", "InsufficientFunds"},
 		{"fenced", returns(`{}`), returns(`{}`), fenced, "TransferFenced", "", ""},
 	}
