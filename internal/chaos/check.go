@@ -96,6 +96,9 @@ type Report struct {
 	// Records counts the idempotency records, by status.
 	Records  int
 	ByStatus map[idempotency.Status]int
+	// Failures counts the FAILED records by failure code, with
+	// "/reversed" for those whose debit was refunded.
+	Failures map[string]int
 }
 
 // OK reports whether no invariant is broken.
@@ -107,8 +110,12 @@ func (r Report) Summary() string {
 	for _, s := range slices.Sorted(maps.Keys(r.ByStatus)) {
 		st = append(st, fmt.Sprintf("%s=%d", s, r.ByStatus[s]))
 	}
-	return fmt.Sprintf("%d violations; %d accounts, %d entries, %d voided; %d records (%s)",
-		len(r.Violations), r.Accounts, r.Entries, r.Voided, r.Records, strings.Join(st, " "))
+	var fs []string
+	for _, c := range slices.Sorted(maps.Keys(r.Failures)) {
+		fs = append(fs, fmt.Sprintf("%s=%d", c, r.Failures[c]))
+	}
+	return fmt.Sprintf("%d violations; %d accounts, %d entries, %d voided; %d records (%s); failures (%s)",
+		len(r.Violations), r.Accounts, r.Entries, r.Voided, r.Records, strings.Join(st, " "), strings.Join(fs, " "))
 }
 
 // Ledger table layout (see internal/ledger/model.go).
@@ -240,6 +247,14 @@ func (s *Snapshot) Entries(transferID string) []Entry {
 	return es
 }
 
+// AccountEntries returns an account's entries, voided ones included.
+func (s *Snapshot) AccountEntries(accountID string) []Entry {
+	if a, ok := s.accounts[accountID]; ok {
+		return slices.Clone(a.entries)
+	}
+	return nil
+}
+
 // RecordOf returns the record whose resourceId is transferID.
 func (s *Snapshot) RecordOf(transferID string) (idempotency.Record, bool) {
 	for _, rec := range s.Records {
@@ -281,7 +296,7 @@ func Check(ctx context.Context, db DynamoDBScanAPI, ledgerTable, idempotencyTabl
 
 // Check checks the invariants on the snapshot.
 func (s *Snapshot) Check(opening map[string]Opening) Report {
-	r := Report{ByStatus: map[idempotency.Status]int{}}
+	r := Report{ByStatus: map[idempotency.Status]int{}, Failures: map[string]int{}}
 	add := func(v Violation) { r.Violations = append(r.Violations, v) }
 
 	// Conservation and balance integrity.
@@ -356,6 +371,16 @@ func (s *Snapshot) Check(opening map[string]Opening) Report {
 		if !rec.Status.Terminal() {
 			add(Violation{Invariant: Terminal, TransferID: rec.ResourceID, RecordKey: rec.Key,
 				Message: fmt.Sprintf("record is %s, not COMPLETED or FAILED", rec.Status)})
+		}
+		if rec.Status == idempotency.StatusFailed {
+			var t transfer.Transfer
+			if json.Unmarshal([]byte(rec.Response), &t) == nil && t.Failure != nil {
+				code := t.Failure.Code
+				if t.Failure.Reversed {
+					code += "/reversed"
+				}
+				r.Failures[code]++
+			}
 		}
 		for _, msg := range s.replayProblems(rec) {
 			add(Violation{Invariant: Replay, TransferID: rec.ResourceID, RecordKey: rec.Key, Message: msg})

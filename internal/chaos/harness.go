@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,18 +19,10 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
-	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/ledger"
-	"github.com/exactlyonce/transfers/internal/local/ddblocal"
+	"github.com/exactlyonce/transfers/internal/local/fault"
 	"github.com/exactlyonce/transfers/internal/local/stack"
 )
-
-// Faults is the part of a fault injector the harness drives: Quiesce
-// disarms it. One that also has Wait(ctx) error is waited for, so that
-// delayed events and released late invocations have landed.
-type Faults interface {
-	Reset()
-}
 
 // Options configure Start.
 type Options struct {
@@ -46,11 +36,9 @@ type Options struct {
 	// Parameters override template parameters on top of the harness's
 	// own: short stuck and grace periods, so the sweep settles at once.
 	Parameters map[string]string
-	// Faults, when set, is disarmed by Quiesce.
-	Faults Faults
-	// Stack adjusts the stack's options before the stack starts (to
-	// install a fault injector, say).
-	Stack func(*stack.Options)
+	// Faults, when set, is wired into the stack (stack.Options.Faults);
+	// Quiesce disarms it.
+	Faults *fault.Injector
 	// Logger receives the stack's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -58,8 +46,8 @@ type Options struct {
 // DefaultTimeScale makes the workflow's retries take milliseconds.
 const DefaultTimeScale = 0.01
 
-// harnessParameters are the template parameters the harness sets when the
-// template has them: records count as stuck after a second.
+// harnessParameters are the template parameters the harness sets: a
+// record counts as stuck, and a missing execution as gone, after a second.
 var harnessParameters = map[string]string{
 	"StuckAfterSeconds":    "1",
 	"NotFoundGraceSeconds": "1",
@@ -83,7 +71,7 @@ type Harness struct {
 	// StuckAfter is how old a record must be before a sweep settles it.
 	StuckAfter time.Duration
 
-	faults    Faults
+	faults    *fault.Injector
 	sharedDDB bool
 }
 
@@ -98,9 +86,7 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 		TimeScale:        cmpOr(opts.TimeScale, DefaultTimeScale),
 		Parameters:       params,
 		Logger:           opts.Logger,
-	}
-	if opts.Stack != nil {
-		opts.Stack(&so)
+		Faults:           opts.Faults,
 	}
 	st, err := stack.Start(ctx, so)
 	if err != nil {
@@ -120,47 +106,16 @@ func cmpOr(v, def float64) float64 {
 	return v
 }
 
-// parameters merges the harness's parameters with the caller's, keeping
-// only those the template declares; without StuckAfterSeconds the sweep
-// waits StuckAfterMinutes=1.
+// parameters merges the harness's parameters with the caller's and
+// returns the stuck period they set.
 func parameters(extra map[string]string) (map[string]string, time.Duration, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, 0, err
-	}
-	root, err := ddblocal.ModuleRoot(wd)
-	if err != nil {
-		return nil, 0, fmt.Errorf("chaos: find template.yaml: %w", err)
-	}
-	tpl, err := cfn.Load(filepath.Join(root, "template.yaml"))
-	if err != nil {
-		return nil, 0, fmt.Errorf("chaos: %w", err)
-	}
-	out := map[string]string{}
-	for k, v := range harnessParameters {
-		if _, ok := tpl.Parameters[k]; ok {
-			out[k] = v
-		}
-	}
-	if _, ok := out["StuckAfterSeconds"]; !ok {
-		out["StuckAfterMinutes"] = "1"
-	}
+	out := maps.Clone(harnessParameters)
 	maps.Copy(out, extra)
-	stuck := time.Minute
-	if v, ok := out["StuckAfterSeconds"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, 0, fmt.Errorf("chaos: StuckAfterSeconds %q: %w", v, err)
-		}
-		stuck = time.Duration(n) * time.Second
-	} else if v, ok := out["StuckAfterMinutes"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, 0, fmt.Errorf("chaos: StuckAfterMinutes %q: %w", v, err)
-		}
-		stuck = time.Duration(n) * time.Minute
+	n, err := strconv.Atoi(out["StuckAfterSeconds"])
+	if err != nil || n < 1 {
+		return nil, 0, fmt.Errorf("chaos: StuckAfterSeconds %q is not a positive number", out["StuckAfterSeconds"])
 	}
-	return out, stuck, nil
+	return out, time.Duration(n) * time.Second, nil
 }
 
 func (h *Harness) init(ctx context.Context) error {
@@ -281,43 +236,46 @@ type QuiesceReport struct {
 	Pending []idempotency.Record
 	// Running is the executions still running when Quiesce gave up.
 	Running []string
-	Elapsed time.Duration
+	// Expired is the number of items the TTL emulator deleted.
+	Expired int
+	// FailedInvocations are the events the stack sent to an on-failure
+	// destination or dead-letter queue, during the run or Quiesce.
+	FailedInvocations []stack.FailedInvocation
+	Elapsed           time.Duration
 }
 
 // quiescePoll is how often Quiesce looks again.
 const quiescePoll = 50 * time.Millisecond
 
 // Quiesce brings the stack to rest: it disarms the faults, waits for the
-// running executions and the event deliveries, then sweeps until every
-// record is terminal (or ctx ends: give it a deadline), then runs the TTL
-// emulator when the stack has one. It returns an error when it gave up;
-// the report says what was left.
+// running executions, the event deliveries, the asynchronous invocations
+// and the faults' late work, then sweeps until every record is terminal
+// (or ctx ends: give it a deadline), then runs the TTL emulator once. It
+// returns an error when it gave up; the report says what was left.
 func (h *Harness) Quiesce(ctx context.Context) (QuiesceReport, error) {
 	start := time.Now()
 	var rep QuiesceReport
 	done := func(err error) (QuiesceReport, error) {
 		rep.Elapsed = time.Since(start)
+		rep.FailedInvocations = h.Stack.FailedInvocations()
+		if err != nil {
+			rest := context.WithoutCancel(ctx)
+			rep.Running, _ = h.Running(rest)
+			rep.Pending, _ = h.Pending(rest)
+		}
 		return rep, err
 	}
 	if h.faults != nil {
 		h.faults.Reset()
-		if w, ok := h.faults.(interface{ Wait(context.Context) error }); ok {
-			if err := w.Wait(ctx); err != nil {
-				return done(fmt.Errorf("chaos: quiesce: wait for the faults' background work: %w", err))
-			}
-		}
 	}
 	for {
 		if err := h.settle(ctx); err != nil {
-			rep.Running, _ = h.Running(context.WithoutCancel(ctx))
-			rep.Pending, _ = h.Pending(context.WithoutCancel(ctx))
 			return done(err)
 		}
 		pending, err := h.Pending(ctx)
 		if err != nil {
 			return done(fmt.Errorf("chaos: quiesce: %w", err))
 		}
-		rep.Pending = pending
 		if len(pending) == 0 {
 			break
 		}
@@ -328,10 +286,9 @@ func (h *Harness) Quiesce(ctx context.Context) (QuiesceReport, error) {
 				youngest = c
 			}
 		}
-		if wait := time.Until(youngest.Add(h.StuckAfter)); wait > 0 {
-			if err := sleep(ctx, min(wait, time.Second)); err != nil {
-				return done(fmt.Errorf("chaos: quiesce: %d records left: %w", len(pending), err))
-			}
+		wait := time.Until(youngest.Add(h.StuckAfter))
+		if err := sleep(ctx, max(min(wait, time.Second), quiescePoll)); err != nil {
+			return done(fmt.Errorf("chaos: quiesce: %d records left: %w", len(pending), err))
 		}
 		rep.Sweeps++
 		if err := h.Sweep(ctx); err != nil {
@@ -341,24 +298,29 @@ func (h *Harness) Quiesce(ctx context.Context) (QuiesceReport, error) {
 			}
 		}
 	}
-	if ttl, ok := any(h.Stack).(interface{ RunTTL(context.Context) error }); ok {
-		if err := ttl.RunTTL(ctx); err != nil {
+	if h.Stack.TTL != nil {
+		n, err := h.Stack.TTL.RunNow(ctx)
+		if err != nil {
 			return done(fmt.Errorf("chaos: quiesce: TTL: %w", err))
 		}
+		rep.Expired = n
 	}
 	return done(nil)
 }
 
-// settle waits until no execution runs and no event is being delivered,
-// at one moment.
+// settle waits until, at one moment, no execution runs and the stack is
+// quiet (stack.Drain).
 func (h *Harness) settle(ctx context.Context) error {
 	for {
+		if err := h.Stack.Drain(ctx); err != nil {
+			return fmt.Errorf("chaos: quiesce: %w", err)
+		}
 		running, err := h.Running(ctx)
 		if err != nil {
 			return err
 		}
 		if len(running) == 0 {
-			if err := h.Stack.Bus.Drain(ctx); err != nil {
+			if err := h.Stack.Drain(ctx); err != nil {
 				return fmt.Errorf("chaos: quiesce: %w", err)
 			}
 			if running, err = h.Running(ctx); err != nil {
