@@ -10,7 +10,7 @@ SAM_VERSION := 1.170.0
 CFN_LINT_VERSION := 1.58.0
 PORT ?= 3000
 
-.PHONY: all deps local test bench lint build sam-validate clean
+.PHONY: all deps local test bench chaos lint build sam-validate clean
 
 all: lint test build
 
@@ -33,6 +33,13 @@ local: deps build
 # test binary that needs DynamoDB starts and stops its own DynamoDB Local.
 test: deps
 	$(GO) test -race -count=1 -tags integration ./...
+
+# The chaos test alone and longer: CHAOS_OPS random operations (default
+# 10000) from concurrent clients under random faults, then the invariants.
+# CHAOS_SEED=N replays a run (default: the test's fixed seed).
+chaos: deps
+	CHAOS_OPS=$(or $(CHAOS_OPS),10000) $(GO) test -race -count=1 -tags integration -timeout 30m \
+	  -run '^TestChaos$$' -v ./internal/chaos/
 
 # Orchestrator benchmarks against DynamoDB Local and the local Step
 # Functions endpoint; fails if the critical path makes more remote calls

@@ -12,6 +12,10 @@ import (
 // errInjected is a failure the SDK does not retry: the caller sees it.
 var errInjected = errors.New("chaos: injected failure")
 
+// errExit is a function error type the workflow neither retries nor
+// catches.
+const errExit = "Runtime.ExitError"
+
 // legFunctions are the workflow's Lambda functions.
 var legFunctions = []string{"DebitFunction", "CreditFunction", "RefundFunction"}
 
@@ -24,6 +28,11 @@ func armFaults(in *fault.Injector) {
 		in.Lambda(fault.LambdaFault{Function: fn, Kind: fault.LoseResponse, Prob: 0.03})
 		in.Lambda(fault.LambdaFault{Function: fn, Kind: fault.Detach, Prob: 0.02})
 		in.Lambda(fault.LambdaFault{Function: fn, Kind: fault.Hang, Prob: 0.01})
+		// An error the workflow does not retry: the execution fails and
+		// the reaper settles the transfer, after the leg committed or
+		// before.
+		in.Lambda(fault.LambdaFault{Function: fn, Kind: fault.Fail, Prob: 0.015, Error: errExit})
+		in.Lambda(fault.LambdaFault{Function: fn, Kind: fault.LoseResponse, Prob: 0.015, Error: errExit})
 	}
 	in.Lambda(fault.LambdaFault{Function: "ReaperFunction", Kind: fault.Fail, Prob: 0.1})
 	in.Lambda(fault.LambdaFault{Function: "ReaperFunction", Kind: fault.LoseResponse, Prob: 0.05})
