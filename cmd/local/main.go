@@ -42,9 +42,15 @@ func run() error {
 	verbose := flag.Bool("v", false, "log at debug level")
 	ttlInterval := flag.Duration("ttl-interval", time.Minute, "how often expired items are deleted from tables with Time to Live (0: never)")
 	ttlLag := flag.Duration("ttl-lag", 0, "how long after its expiry an item becomes deletable")
+	firstSweep := flag.Duration("first-sweep-after", 30*time.Second, "when the sweeper first runs after the start (then at its SweepSchedule)")
 	params := paramFlag{}
-	flag.Var(params, "param", "override a template parameter, as Key=Value (repeatable)")
+	flag.Var(params, "param", "override a template parameter, as Key=Value (repeatable; defaults: "+localDefaults.String()+")")
 	flag.Parse()
+	for k, v := range localDefaults {
+		if _, set := params[k]; !set {
+			params[k] = v
+		}
+	}
 
 	level := slog.LevelInfo
 	if *verbose {
@@ -56,13 +62,14 @@ func run() error {
 	defer stop()
 
 	st, err := stack.Start(ctx, stack.Options{
-		APIAddr:     fmt.Sprintf("127.0.0.1:%d", *port),
-		DataDir:     *dataDir,
-		Schedules:   true,
-		Parameters:  params,
-		TTLInterval: *ttlInterval,
-		TTLLag:      *ttlLag,
-		Logger:      log,
+		APIAddr:            fmt.Sprintf("127.0.0.1:%d", *port),
+		DataDir:            *dataDir,
+		Schedules:          true,
+		FirstScheduleAfter: *firstSweep,
+		Parameters:         params,
+		TTLInterval:        *ttlInterval,
+		TTLLag:             *ttlLag,
+		Logger:             log,
 	})
 	if err != nil {
 		return err
@@ -99,6 +106,19 @@ func run() error {
 	}
 	fmt.Fprintln(os.Stderr, "stopping")
 	return nil
+}
+
+// localDefaults are the template parameters the local stack overrides by
+// default. Executions live in this process: when it dies they are gone
+// (on AWS they survive), so the sweeper runs every minute, from 30 s after
+// the start (-first-sweep-after), and restarts a transfer whose execution
+// is missing once its record is 20 s old and 10 s unchanged. The
+// deployed defaults (StuckAfterSeconds=900, NotFoundGraceSeconds=60,
+// rate(5 minutes)) stay in template.yaml.
+var localDefaults = paramFlag{
+	"StuckAfterSeconds":    "20",
+	"NotFoundGraceSeconds": "10",
+	"SweepSchedule":        "rate(1 minute)",
 }
 
 // paramFlag collects repeated -param Key=Value flags.

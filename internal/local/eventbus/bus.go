@@ -141,6 +141,11 @@ type Config struct {
 	// Now is the clock for the time of scheduled events (time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// FirstScheduleAfter, when positive, is when a schedule delivers its
+	// first event after it was added (scaled like the intervals); then it
+	// follows its rate. 0: one interval after, as EventBridge may. A
+	// runtime restarted with persistent data uses it to sweep soon.
+	FirstScheduleAfter time.Duration
 }
 
 // Bus is a local event bus. It is safe for concurrent use.
@@ -481,13 +486,18 @@ func (b *Bus) AddSchedule(name, expression string, target Target) error {
 
 func (b *Bus) runSchedule(r *rule, every time.Duration) {
 	defer b.schedules.Done()
-	ticker := time.NewTicker(every)
-	defer ticker.Stop()
+	first := every
+	if b.cfg.FirstScheduleAfter > 0 {
+		first = b.scale(b.cfg.FirstScheduleAfter)
+	}
+	timer := time.NewTimer(first)
+	defer timer.Stop()
 	for {
 		select {
 		case <-b.schedCtx.Done():
 			return
-		case <-ticker.C:
+		case <-timer.C:
+			timer.Reset(every)
 		}
 		event, err := b.scheduledEvent(r.Name)
 		if err != nil {

@@ -422,3 +422,23 @@ func uuidLike(s string) bool {
 	}
 	return true
 }
+
+// A schedule's first event can come before its first interval: a local
+// runtime restarted on persistent data sweeps soon instead of an hour
+// later.
+func TestScheduleFirstAfter(t *testing.T) {
+	b := newBus(t, eventbus.Config{FirstScheduleAfter: 10 * time.Millisecond})
+	ticks := make(chan struct{}, 10)
+	target := eventbus.TargetFunc(func(context.Context, []byte) error {
+		ticks <- struct{}{}
+		return nil
+	})
+	if err := b.AddSchedule("Hourly", "rate(1 hour)", target); err != nil {
+		t.Fatalf("AddSchedule: %v", err)
+	}
+	select {
+	case <-ticks:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10 s of a rate(1 hour) schedule whose first event comes after 10 ms")
+	}
+}

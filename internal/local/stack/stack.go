@@ -56,6 +56,10 @@ type Options struct {
 	// Schedules runs the template's schedules (the sweeper); off, only
 	// event rules run.
 	Schedules bool
+	// FirstScheduleAfter, when positive, is when each schedule first fires
+	// after the start (then it follows its rate); see
+	// eventbus.Config.FirstScheduleAfter.
+	FirstScheduleAfter time.Duration
 	// Parameters override the template's parameter defaults.
 	Parameters map[string]string
 	// Logger receives the runtime's and the functions' logs; nil discards.
@@ -148,7 +152,8 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	}
 
 	st.Functions = &lambdarun.Registry{}
-	st.Bus = eventbus.New(eventbus.Config{Region: Region, AccountID: AccountID, TimeScale: opts.TimeScale, Logger: log.With("component", "eventbridge")})
+	st.Bus = eventbus.New(eventbus.Config{Region: Region, AccountID: AccountID, TimeScale: opts.TimeScale,
+		FirstScheduleAfter: opts.FirstScheduleAfter, Logger: log.With("component", "eventbridge")})
 	st.async = newAsyncInvoker(st.Functions, opts.TimeScale, log.With("component", "lambda-async"), st.recordFailure)
 	ddbCfg := sfnlocal.DynamoDBConfig{Endpoint: st.DynamoDBEndpoint}
 	var publisher sfnlocal.Publisher = st.Bus
