@@ -142,6 +142,16 @@ func TestChaos(t *testing.T) {
 	if !v.Report.OK() {
 		first := v.Report.Violations[0]
 		t.Errorf("seed %d: %d violations; first: %s\n%s", seed, len(v.Report.Violations), first, r.history(ctx, v.Snapshot, first.TransferID, first.AccountID))
+		if first.TransferID == "" {
+			// A violation of the totals names no transfer: show the
+			// first one that does.
+			for _, more := range v.Report.Violations {
+				if more.TransferID != "" {
+					t.Errorf("seed %d: first violation naming a transfer: %s\n%s", seed, more, r.history(ctx, v.Snapshot, more.TransferID, ""))
+					break
+				}
+			}
+		}
 		for _, more := range v.Report.Violations[1:min(len(v.Report.Violations), 10)] {
 			t.Logf("  also: %s", more)
 		}
@@ -503,6 +513,9 @@ func (r *run) expect(e chaos.Exchange, w want) {
 func (r *run) history(ctx context.Context, s *chaos.Snapshot, transferID, accountID string) string {
 	var b strings.Builder
 	if transferID == "" {
+		if accountID == "" {
+			return ""
+		}
 		fmt.Fprintf(&b, "entries of account %s:\n", accountID)
 		for _, e := range s.AccountEntries(accountID) {
 			fmt.Fprintf(&b, "  %s\n", e)

@@ -244,8 +244,12 @@ type QuiesceReport struct {
 	Elapsed           time.Duration
 }
 
-// quiescePoll is how often Quiesce looks again.
-const quiescePoll = 50 * time.Millisecond
+// quiescePoll is how often Quiesce looks again; settleTimeout bounds one
+// wait for the stack to come to rest.
+const (
+	quiescePoll   = 50 * time.Millisecond
+	settleTimeout = 30 * time.Second
+)
 
 // Quiesce brings the stack to rest: it disarms the faults, waits for the
 // running executions, the event deliveries, the asynchronous invocations
@@ -268,9 +272,19 @@ func (h *Harness) Quiesce(ctx context.Context) (QuiesceReport, error) {
 	if h.faults != nil {
 		h.faults.Reset()
 	}
+	var unquiet error
 	for {
-		if err := h.settle(ctx); err != nil {
-			return done(err)
+		// A stack that does not come to rest (a hung invocation, say) is
+		// reported, but the sweeps still run, so the invariants are
+		// checked on settled records.
+		sctx, cancel := context.WithTimeout(ctx, settleTimeout)
+		err := h.settle(sctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return done(err)
+			}
+			unquiet = err
 		}
 		pending, err := h.Pending(ctx)
 		if err != nil {
@@ -304,6 +318,9 @@ func (h *Harness) Quiesce(ctx context.Context) (QuiesceReport, error) {
 			return done(fmt.Errorf("chaos: quiesce: TTL: %w", err))
 		}
 		rep.Expired = n
+	}
+	if unquiet != nil {
+		return done(fmt.Errorf("chaos: quiesce: the records settled, but the stack did not come to rest within %v: %w", settleTimeout, unquiet))
 	}
 	return done(nil)
 }
