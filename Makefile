@@ -25,9 +25,10 @@ $(NPM_MARK): tools/package.json tools/package-lock.json
 
 # Builds everything and serves the stack offline on 127.0.0.1:$(PORT),
 # seeded with demo accounts unless SEED=0. Ctrl-C stops every child.
+# LOCAL_FLAGS passes flags to bin/local, e.g. LOCAL_FLAGS='-param RetentionHours=1'.
 local: deps build
 	$(GO) build -o bin/local ./cmd/local
-	bin/local -port $(PORT) -seed=$(if $(filter 0,$(SEED)),false,true) $(if $(DATA_DIR),-data $(DATA_DIR),)
+	bin/local -port $(PORT) -seed=$(if $(filter 0,$(SEED)),false,true) $(if $(DATA_DIR),-data $(DATA_DIR),) $(LOCAL_FLAGS)
 
 # Every test, including the end-to-end ones against the local stack; each
 # test binary that needs DynamoDB starts and stops its own DynamoDB Local.
