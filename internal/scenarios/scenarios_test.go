@@ -23,7 +23,8 @@ import (
 // TestFaultScenarios runs each scenario on one shared stack, one after the
 // other: every scenario arms its faults on its own accounts, waits for its
 // outcome, brings the stack to rest and checks the invariants and its
-// expected outcome.
+// expected outcome. The TTL scenario deletes the settled records of the
+// others, so it runs last.
 func TestFaultScenarios(t *testing.T) {
 	s := startSuite(t, faultTimeScale)
 	for _, c := range []struct {
@@ -38,6 +39,7 @@ func TestFaultScenarios(t *testing.T) {
 		{"lost status event", lostStatusEvent},
 		{"duplicated status event", duplicatedStatusEvent},
 		{"reaper stops between fence and refund", reaperStopsAfterFence},
+		{"TTL deletes only settled records", ttlDeletesOnlySettled},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
 	}
