@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/exactlyonce/transfers/internal/local/lambdarun"
 )
@@ -20,8 +21,9 @@ const (
 	// type.
 	Fail LambdaFaultKind = iota
 	// Hang never answers: it blocks until the caller's context ends (a
-	// task's TimeoutSeconds then fires States.Timeout). The handler does
-	// not run.
+	// task's TimeoutSeconds then fires States.Timeout) or the function
+	// timeout passes, when it answers Sandbox.Timedout as Lambda does. The
+	// handler does not run.
 	Hang
 	// LoseResponse runs the handler to completion through the normal
 	// invocation path (its writes commit), then answers with Error as Fail
@@ -104,8 +106,22 @@ func (in *Injector) intercept(ctx context.Context, function string, payload []by
 	}
 	switch f.Kind {
 	case Hang:
-		<-ctx.Done()
-		return nil, nil, fmt.Errorf("fault: %s hung until its caller gave up: %w", function, context.Cause(ctx))
+		// Lambda ends the invocation at the function timeout, so a hang
+		// ends there too even when nobody waits for it (an asynchronous
+		// invocation).
+		var timedOut <-chan time.Time
+		timeout, limited := lambdarun.FunctionTimeout(ctx)
+		if limited {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timedOut = t.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("fault: %s hung until its caller gave up: %w", function, context.Cause(ctx))
+		case <-timedOut:
+			return nil, lambdarun.TimeoutError(timeout), nil
+		}
 	case LoseResponse:
 		if _, _, err := next(ctx, payload); err != nil && ctx.Err() != nil {
 			return nil, nil, err

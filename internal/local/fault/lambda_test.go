@@ -255,3 +255,23 @@ func TestLambdaFaultsInTasks(t *testing.T) {
 		})
 	}
 }
+
+// A hang nobody waits for (an asynchronous invocation) still ends, at the
+// function timeout, with the error Lambda reports for it.
+func TestLambdaHangEndsAtTheFunctionTimeout(t *testing.T) {
+	in := fault.New(1)
+	in.Lambda(fault.LambdaFault{Function: "Short", Kind: fault.Hang, Times: 1})
+	reg := &lambdarun.Registry{}
+	c := &counter{}
+	if err := reg.Register(&lambdarun.Function{Name: "Short", Timeout: 20 * time.Millisecond, NewHandler: c.handler}); err != nil {
+		t.Fatal(err)
+	}
+	reg.SetInterceptor(in.Interceptor())
+	_, fnErr, err := reg.InvokeFunction(context.Background(), "Short", []byte(`{}`))
+	if err != nil || fnErr == nil || fnErr.Type != lambdarun.ErrorTypeTimeout {
+		t.Fatalf("InvokeFunction = %v, %v; want a %s function error", fnErr, err, lambdarun.ErrorTypeTimeout)
+	}
+	if c.runs.Load() != 0 {
+		t.Error("the handler of a hung invocation ran")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 var (
@@ -133,9 +134,25 @@ func (r *Registry) InvokeFunction(ctx context.Context, functionName string, payl
 	if ic == nil {
 		return f.invoke(ctx, payload, arn)
 	}
+	ctx = context.WithValue(ctx, timeoutKey{}, f.timeout())
 	return ic(ctx, f.Name, payload, func(ctx context.Context, payload []byte) ([]byte, *FunctionError, error) {
 		return f.invoke(ctx, payload, arn)
 	})
+}
+
+type timeoutKey struct{}
+
+// FunctionTimeout is the timeout of the function an interceptor is called
+// for: Lambda ends any invocation at it, whatever its handler does.
+func FunctionTimeout(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(timeoutKey{}).(time.Duration)
+	return d, ok
+}
+
+// TimeoutError is the function error Lambda reports for an invocation
+// that ran past the function timeout.
+func TimeoutError(timeout time.Duration) *FunctionError {
+	return timeoutError(time.Now(), NewRequestID(), timeout)
 }
 
 func (r *Registry) lookup(ref string) (*Function, string, error) {
