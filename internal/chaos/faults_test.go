@@ -37,9 +37,9 @@ func armFaults(in *fault.Injector) {
 	in.Lambda(fault.LambdaFault{Function: "ReaperFunction", Kind: fault.Fail, Prob: 0.1})
 	in.Lambda(fault.LambdaFault{Function: "ReaperFunction", Kind: fault.LoseResponse, Prob: 0.05})
 	in.Lambda(fault.LambdaFault{Function: "ReaperFunction", Kind: fault.Detach, Prob: 0.05})
-	// No Hang on the reaper: a hung asynchronous invocation locally waits
-	// for a context that never ends (Lambda would end it at the function's
-	// timeout), and the stack never drains.
+	// No Hang on the reaper: a hung invocation ends only at the reaper's
+	// timeout (60 s, not scaled), longer than the run waits to come to
+	// rest.
 
 	in.Event(fault.EventFault{Kind: fault.Drop, Prob: 0.1})
 	in.Event(fault.EventFault{Kind: fault.Delay, Prob: 0.1, Delay: 300 * time.Millisecond})
