@@ -37,8 +37,14 @@ func newError(name, format string, args ...any) *Error {
 
 // errorMatches reports whether an ErrorEquals list matches an error name.
 // States.Runtime is never matched (it always fails the execution);
-// States.ALL matches everything except States.DataLimitExceeded, which is
-// terminal; States.TaskFailed additionally excludes States.Timeout.
+// States.ALL matches every other error; States.TaskFailed excludes
+// States.Timeout and States.DataLimitExceeded.
+//
+// The developer guide ("Handling errors in Step Functions workflows") says
+// States.ALL does not match States.DataLimitExceeded. Executions recorded
+// on AWS show otherwise: a States.ALL catcher of a Lambda task catches the
+// States.DataLimitExceeded of a result over the payload limit. The runtime
+// follows the recording.
 func errorMatches(errorEquals []string, name string) bool {
 	if name == ErrRuntime {
 		return false
@@ -47,7 +53,7 @@ func errorMatches(errorEquals []string, name string) bool {
 		switch {
 		case e == name:
 			return true
-		case e == ErrAll && name != ErrDataLimitExceeded:
+		case e == ErrAll:
 			return true
 		case e == ErrTaskFailed && name != ErrTimeout && name != ErrDataLimitExceeded:
 			return true

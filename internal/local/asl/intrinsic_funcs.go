@@ -162,6 +162,10 @@ func fnStringToJSON(_ *intrinsicCall, args []any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if strings.TrimSpace(s) == "" {
+		// AWS answers null for an empty or blank string.
+		return nil, nil
+	}
 	v, err := decodeValue([]byte(s))
 	if err != nil {
 		return nil, fmt.Errorf("the argument is not valid JSON: %v", err)

@@ -41,6 +41,9 @@ func TestIntrinsicFunctions(t *testing.T) {
 		{"format nested", `States.Format('id-{}', States.MathAdd($.count, 1))`, `"id-4"`},
 		{"format path with brackets", `States.Format('{}', $['obj']['a'])`, `"x"`},
 		{"string to json", `States.StringToJson($.json)`, `{"x":[1,2]}`},
+		// Recorded on AWS: an empty or blank string gives null, not an error.
+		{"string to json empty", `States.StringToJson('')`, `null`},
+		{"string to json blank", `States.StringToJson(' ')`, `null`},
 		{"json to string", `States.JsonToString($.obj)`, `"{\"a\":\"x\",\"b\":2}"`},
 		{"json round trip", `States.StringToJson(States.JsonToString($.list))`, `[1,2,2,"a",{"k":1},{"k":1}]`},
 		{"array", `States.Array($.name, 1, true, null, 'x')`, `["Ada",1,true,null,"x"]`},

@@ -86,10 +86,9 @@ func parseBracket(s string) (pathSeg, string, error) {
 		var name strings.Builder
 		for i := 1; i < len(s); i++ {
 			c := s[i]
+			// A backslash is an ordinary character: AWS reads
+			// $['Test\"Name'] as the field named Test\"Name.
 			switch {
-			case c == '\\' && i+1 < len(s):
-				i++
-				name.WriteByte(s[i])
 			case c == q:
 				if i+1 >= len(s) || s[i+1] != ']' {
 					return pathSeg{}, "", errors.New("expected ] after quoted field name")

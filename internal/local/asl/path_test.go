@@ -7,7 +7,7 @@ import (
 )
 
 func TestParsePathAndGet(t *testing.T) {
-	doc := `{"a":{"b":[{"c":1},{"c":"two"}]},"a b":true,"it's":"q","x":null}`
+	doc := `{"a":{"b":[{"c":1},{"c":"two"}]},"a b":true,"it's":"q","Test\\\"Name":"literal","x":null}`
 	root, err := decodeValue([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestParsePathAndGet(t *testing.T) {
 		{"$.a.b[0]", `{"c":1}`, "$['a']['b'][0]"},
 		{"$['a b']", `true`, "$['a b']"},
 		{`$["a b"]`, `true`, "$['a b']"},
-		{`$['it\'s']`, `"q"`, "$['it's']"},
+		{`$['Test\"Name']`, `"literal"`, `$['Test\"Name']`},
 		{"$['a']['b'][1]['c']", `"two"`, "$['a']['b'][1]['c']"},
 		{"$.x", `null`, "$['x']"},
 		{"$.missing", "", "$['missing']"},
@@ -209,7 +209,8 @@ func TestContextObject(t *testing.T) {
 	def := passDef(`"Parameters":{
 	  "id.$":"$$.Execution.Id","name.$":"$$.Execution.Name","start.$":"$$.Execution.StartTime",
 	  "input.$":"$$.Execution.Input","role.$":"$$.Execution.RoleArn",
-	  "state.$":"$$.State.Name","entered.$":"$$.State.EnteredTime","retries.$":"$$.State.RetryCount",
+	  "state.$":"$$.State.Name","entered.$":"$$.State.EnteredTime","stateKeys.$":"States.JsonToString($$.State)",
+	  "redrives.$":"$$.Execution.RedriveCount",
 	  "smId.$":"$$.StateMachine.Id","smName.$":"$$.StateMachine.Name"}`)
 	r := runDef(t, def, nil, `{"amount":5}`)
 	if r.Status != StatusSucceeded {
@@ -222,9 +223,15 @@ func TestContextObject(t *testing.T) {
 		t.Fatalf("EnteredTime = %q, want ISO 8601 UTC with milliseconds", entered)
 	}
 	delete(obj, "entered")
+	// A Pass state's $$.State is only {Name, EnteredTime} on AWS.
+	stateKeys, _ := obj["stateKeys"].(string)
+	if st, err := decodeValue([]byte(stateKeys)); err != nil || len(st.(map[string]any)) != 2 {
+		t.Fatalf("$$.State of a Pass state = %s, want only Name and EnteredTime", stateKeys)
+	}
+	delete(obj, "stateKeys")
 	assertJSON(t, []byte(mustEncode(obj)), `{
 	  "id":"arn:aws:states:us-east-1:123456789012:execution:transfer:exec-1","name":"exec-1",
 	  "start":"2026-01-02T03:04:05.678Z","input":{"amount":5},"role":"arn:aws:iam::123456789012:role/transfer",
-	  "state":"P","retries":0,
+	  "state":"P","redrives":0,
 	  "smId":"arn:aws:states:us-east-1:123456789012:stateMachine:transfer","smName":"transfer"}`)
 }

@@ -133,21 +133,30 @@ func (r *runner) scale(seconds float64) time.Duration {
 	return time.Duration(math.Round(ns))
 }
 
-// contextObject builds $$ for a state.
+// noRetryCount is the retryCount of the states whose $$.State has no
+// RetryCount: on AWS a Pass state's $$.State is only {Name, EnteredTime}.
+const noRetryCount = -1
+
+// contextObject builds $$ for a state. retryCount noRetryCount leaves
+// RetryCount out of $$.State.
 func (r *runner) contextObject(st *state, entered time.Time, retryCount int) map[string]any {
+	stateObj := map[string]any{
+		"Name":        st.name,
+		"EnteredTime": formatTime(entered),
+	}
+	if retryCount != noRetryCount {
+		stateObj["RetryCount"] = intNumber(int64(retryCount))
+	}
 	return map[string]any{
 		"Execution": map[string]any{
-			"Id":        r.exec.ID,
-			"Name":      r.exec.Name,
-			"StartTime": formatTime(r.start),
-			"Input":     r.input,
-			"RoleArn":   r.exec.RoleArn,
+			"Id":           r.exec.ID,
+			"Name":         r.exec.Name,
+			"StartTime":    formatTime(r.start),
+			"Input":        r.input,
+			"RoleArn":      r.exec.RoleArn,
+			"RedriveCount": intNumber(0),
 		},
-		"State": map[string]any{
-			"Name":        st.name,
-			"EnteredTime": formatTime(entered),
-			"RetryCount":  intNumber(int64(retryCount)),
-		},
+		"State": stateObj,
 		"StateMachine": map[string]any{
 			"Id":   r.exec.StateMachineID,
 			"Name": r.exec.StateMachineName,
@@ -222,7 +231,7 @@ func inState(st *state, e *Error) *Error {
 }
 
 func (r *runner) runPass(st *state, input any, entered time.Time) (any, *Error) {
-	ctxObj := r.contextObject(st, entered, 0)
+	ctxObj := r.contextObject(st, entered, noRetryCount)
 	result := st.result
 	if !st.hasResult {
 		eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")

@@ -169,7 +169,13 @@ func TestCatch(t *testing.T) {
 			returns(`not json`), "", ErrRuntime},
 		{"States.Runtime cannot be caught by name", `"Catch":[{"ErrorEquals":["States.Runtime"],"Next":"C"}]`,
 			returns(`not json`), "", ErrRuntime},
-		{"States.ALL does not catch States.DataLimitExceeded", `"Catch":[{"ErrorEquals":["States.ALL"],"Next":"C"}]`,
+		// Recorded on AWS with a Lambda task, against the developer guide
+		// ("Handling errors in Step Functions workflows"), which says
+		// States.ALL does not match States.DataLimitExceeded.
+		{"States.ALL catches States.DataLimitExceeded (recorded)", `"Catch":[{"ErrorEquals":["States.ALL"],"Next":"C"}]`,
+			returns(`"` + strings.Repeat("x", maxPayloadBytes) + `"`),
+			`{"at":"C","in":{"Error":"States.DataLimitExceeded","Cause":"the task result has 262146 bytes, more than the limit of 262144"}}`, ""},
+		{"States.TaskFailed does not catch States.DataLimitExceeded", `"Catch":[{"ErrorEquals":["States.TaskFailed"],"Next":"A"}]`,
 			returns(`"` + strings.Repeat("x", maxPayloadBytes) + `"`), "", ErrDataLimitExceeded},
 		{"States.DataLimitExceeded caught by name", `"Catch":[{"ErrorEquals":["States.DataLimitExceeded"],"Next":"A"}]`,
 			returns(`"` + strings.Repeat("x", maxPayloadBytes) + `"`),
