@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/cfn"
@@ -52,6 +54,48 @@ func ExampleStore_Reserve() {
 	// RESERVED transfer-1 true
 	// RESERVED transfer-1 false <nil>
 	// true
+}
+
+// A reservation that requires a condition on another item checks it in
+// the same single write: here, that the caller holds the account it wants
+// to debit. A refusal reserves nothing; a key that is already taken is
+// answered from its record, whatever the condition says.
+func ExampleStore_Reserve_require() {
+	ctx := context.Background()
+	client, table := exampleTable(ctx)
+	store := idempotency.NewStore(client, table)
+	// The grant lives in the same table here; any table works.
+	_, _ = client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(table),
+		Item: map[string]types.AttributeValue{
+			"pk":     &types.AttributeValueMemberS{Value: "grant#acct-1"},
+			"holder": &types.AttributeValueMemberS{Value: "alice"},
+		},
+	})
+	holds := func(scope string) types.ConditionCheck {
+		return types.ConditionCheck{
+			TableName:                 aws.String(table),
+			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "grant#acct-1"}},
+			ConditionExpression:       aws.String("holder = :scope"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":scope": &types.AttributeValueMemberS{Value: scope}},
+		}
+	}
+	body := []byte(`{"source":"acct-1","amount":100}`)
+	reserve := func(scope, id string) {
+		rec, created, err := store.Reserve(ctx, idempotency.Reservation{
+			Scope: scope, Key: "order-42", Fingerprint: idempotency.Fingerprint(body), ResourceID: id, Request: body,
+			Attributes: map[string]types.AttributeValue{"amount": &types.AttributeValueMemberN{Value: "100"}},
+			Require:    []types.ConditionCheck{holds(scope)},
+		})
+		fmt.Println(scope, rec.ResourceID, created, errors.Is(err, idempotency.ErrPreconditionFailed))
+	}
+	reserve("mallory", "transfer-1")
+	reserve("alice", "transfer-2")
+	reserve("alice", "transfer-3")
+	// Output:
+	// mallory  false true
+	// alice transfer-2 true false
+	// alice transfer-2 false false
 }
 
 // exampleTable creates a fresh IdempotencyTable, as template.yaml declares

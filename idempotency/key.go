@@ -7,7 +7,11 @@
 // is free, or its record is terminal and past its stored expiry. When the
 // key is taken, the same call returns the existing record
 // (ReturnValuesOnConditionCheckFailure = ALL_OLD), so a duplicate request
-// costs one round trip and no read.
+// costs one round trip and no read. A reservation may also require
+// conditions on other items (Reservation.Require, an authorization, say):
+// then the write is one TransactWriteItems of the record's Put and those
+// checks, still one round trip, and a failed check reserves nothing
+// (ErrPreconditionFailed).
 //
 // Records move RESERVED -> IN_PROGRESS -> COMPLETED | FAILED; a fencing
 // status (RECONCILING) may stand between IN_PROGRESS and a terminal one.

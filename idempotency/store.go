@@ -22,11 +22,34 @@ var ErrKeyReused = errors.New("idempotency key was already used with a different
 // ErrNotFound reports that no record matches.
 var ErrNotFound = errors.New("idempotency record not found")
 
+// ErrPreconditionFailed reports that a condition a reservation required
+// (Reservation.Require) did not hold: nothing was reserved. The error is a
+// *PreconditionError naming the condition.
+var ErrPreconditionFailed = errors.New("a condition of the reservation failed")
+
+// PreconditionError reports which of a reservation's required conditions
+// failed. It matches ErrPreconditionFailed with errors.Is.
+type PreconditionError struct {
+	// Index is the failed condition's position in Reservation.Require.
+	Index int
+	// Item is the checked item as it was, when the condition asked for it
+	// (ReturnValuesOnConditionCheckFailure = ALL_OLD) and it exists.
+	Item map[string]types.AttributeValue
+}
+
+func (e *PreconditionError) Error() string {
+	return fmt.Sprintf("%v: condition %d", ErrPreconditionFailed, e.Index)
+}
+
+// Unwrap makes the error match ErrPreconditionFailed.
+func (e *PreconditionError) Unwrap() error { return ErrPreconditionFailed }
+
 // API is the part of the DynamoDB client the store uses.
 type API interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
@@ -65,17 +88,38 @@ type Reservation struct {
 	Fingerprint string
 	ResourceID  string
 	Request     []byte
+	// Attributes are stored as further top-level attributes of the
+	// record, for whoever conditions on it later (the operation's own
+	// steps, say). Their names must differ from the record's own.
+	Attributes map[string]types.AttributeValue
+	// Require are conditions on other items that must hold for a new
+	// record to be stored, checked in the same write (see Reserve). Each
+	// names its table and key; its ReturnValuesOnConditionCheckFailure is
+	// passed on.
+	Require []types.ConditionCheck
 }
 
-// Reserve takes the key with one conditional PutItem. When the key is free,
+// Reserve takes the key with one conditional write. When the key is free,
 // or its record is terminal and past its expiry (a record that is not
 // terminal has none), it stores a RESERVED record
 // and returns it with created = true. Otherwise it returns the existing
 // record, read from the failed write itself (ALL_OLD), with created = false;
 // the caller compares fingerprints (see Record.Matches).
+//
+// Without Require the write is one PutItem. With Require it is one
+// TransactWriteItems: the record's Put, with the same condition, and a
+// ConditionCheck per required condition (two write units instead of one
+// for the record, plus the checks). A key that is taken is answered with
+// its existing record whatever the required conditions say: the record
+// already answers the request. Only when the key could be taken and a
+// required condition failed is the answer a *PreconditionError
+// (ErrPreconditionFailed), and nothing is stored.
 func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created bool, err error) {
 	if err := ValidateKey(r.Key); err != nil {
 		return Record{}, false, err
+	}
+	if len(r.Require) > maxRequired {
+		return Record{}, false, fmt.Errorf("reserve: %d required conditions, at most %d", len(r.Require), maxRequired)
 	}
 	now := s.now().UTC()
 	rec = Record{
@@ -94,12 +138,21 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 	if err != nil {
 		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
 	}
+	for name, v := range r.Attributes {
+		if _, taken := item[name]; taken || isRecordAttribute(name) {
+			return Record{}, false, fmt.Errorf("reserve %s: attribute %q is the record's own", rec.Key, name)
+		}
+		item[name] = v
+	}
 	free := expression.AttributeNotExists(expression.Name(AttrKey))
 	reusable := expression.Name(AttrStatus).In(expression.Value(StatusCompleted), expression.Value(StatusFailed)).
 		And(expression.Name(AttrExpiresAt).LessThanEqual(expression.Value(now.Unix())))
 	expr, err := expression.NewBuilder().WithCondition(free.Or(reusable)).Build()
 	if err != nil {
 		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
+	}
+	if len(r.Require) > 0 {
+		return s.reserveWith(ctx, r, rec, item, expr, now)
 	}
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
@@ -130,6 +183,112 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 		return Record{}, false, fmt.Errorf("reserve %s: decode existing: %w", rec.Key, err)
 	}
 	return existing, false, nil
+}
+
+// maxRequired is how many conditions a reservation may require: a
+// transaction holds at most 100 items, one of them the record.
+const maxRequired = 99
+
+// Cancellation reason codes of TransactWriteItems.
+const (
+	codeNone                   = "None"
+	codeConditionalCheckFailed = "ConditionalCheckFailed"
+)
+
+// reserveWith is Reserve's transaction: the record's Put at index 0, the
+// required conditions after it. The cancellation reasons are read by
+// index.
+func (s *Store) reserveWith(ctx context.Context, r Reservation, rec Record, item map[string]types.AttributeValue, expr expression.Expression, now time.Time) (Record, bool, error) {
+	items := make([]types.TransactWriteItem, 0, 1+len(r.Require))
+	items = append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	for i := range r.Require {
+		check := r.Require[i]
+		items = append(items, types.TransactWriteItem{ConditionCheck: &check})
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return rec, true, nil
+	}
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
+	}
+	reasons := tce.CancellationReasons
+	if len(reasons) != len(items) {
+		return Record{}, false, fmt.Errorf("reserve %s: %d cancellation reasons for %d items: %w", rec.Key, len(reasons), len(items), err)
+	}
+	// The key is taken: the existing record answers, whatever the
+	// required conditions say.
+	if reasonCode(reasons[0]) == codeConditionalCheckFailed {
+		if len(reasons[0].Item) == 0 {
+			existing, gerr := s.Get(ctx, r.Scope, r.Key)
+			if gerr != nil {
+				return Record{}, false, fmt.Errorf("reserve %s: read existing: %w", rec.Key, gerr)
+			}
+			return existing, false, nil
+		}
+		var existing Record
+		if err := attributevalue.UnmarshalMap(reasons[0].Item, &existing); err != nil {
+			return Record{}, false, fmt.Errorf("reserve %s: decode existing: %w", rec.Key, err)
+		}
+		return existing, false, nil
+	}
+	// TransactionConflict, throttling, validation: nothing is decided.
+	failed := -1
+	for i, reason := range reasons {
+		switch c := reasonCode(reason); c {
+		case codeNone:
+		case codeConditionalCheckFailed:
+			if failed < 0 {
+				failed = i
+			}
+		default:
+			return Record{}, false, fmt.Errorf("reserve %s: transaction item %d: %s: %w", rec.Key, i, c, err)
+		}
+	}
+	if failed < 1 {
+		return Record{}, false, fmt.Errorf("reserve %s: transaction cancelled without a failed condition: %w", rec.Key, err)
+	}
+	// DynamoDB does not promise to evaluate every condition once one has
+	// failed, so "None" on the record does not prove the key is free. A
+	// strongly consistent read settles it before refusing a request that
+	// its record may answer; refusals only, so the other paths keep their
+	// single call.
+	existing, gerr := s.Get(ctx, r.Scope, r.Key)
+	switch {
+	case errors.Is(gerr, ErrNotFound):
+	case gerr != nil:
+		return Record{}, false, fmt.Errorf("reserve %s: read existing: %w", rec.Key, gerr)
+	case !existing.Reusable(now):
+		return existing, false, nil
+	}
+	return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key,
+		&PreconditionError{Index: failed - 1, Item: reasons[failed].Item})
+}
+
+func reasonCode(r types.CancellationReason) string {
+	if c := aws.ToString(r.Code); c != "" {
+		return c
+	}
+	return codeNone
+}
+
+// isRecordAttribute reports whether name is an attribute a record may
+// carry, set or not.
+func isRecordAttribute(name string) bool {
+	switch name {
+	case AttrKey, "scope", AttrStatus, AttrFingerprint, AttrResourceID, "request", AttrCreatedAt,
+		AttrExpiresAt, "retentionSeconds", AttrPending, AttrResponse, "executionArn", "updatedAt":
+		return true
+	}
+	return false
 }
 
 // Matches reports whether fingerprint is the record's: ErrKeyReused if not.
