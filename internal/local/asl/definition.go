@@ -21,11 +21,14 @@ type definition struct {
 
 // State types.
 const (
-	typeTask    = "Task"
-	typePass    = "Pass"
-	typeChoice  = "Choice"
-	typeSucceed = "Succeed"
-	typeFail    = "Fail"
+	typeTask     = "Task"
+	typePass     = "Pass"
+	typeChoice   = "Choice"
+	typeSucceed  = "Succeed"
+	typeFail     = "Fail"
+	typeWait     = "Wait"
+	typeParallel = "Parallel"
+	typeMap      = "Map"
 )
 
 // state is one compiled state. Fields not used by its type stay zero.
@@ -58,6 +61,31 @@ type state struct {
 	// Choice.
 	choices     []*choiceRule
 	defaultNext string
+
+	// Wait: exactly one of the four.
+	waitSeconds       int64
+	hasWaitSeconds    bool
+	waitSecondsPath   *refPath
+	waitTimestamp     time.Time
+	hasWaitTimestamp  bool
+	waitTimestampPath *refPath
+
+	// Parallel.
+	branches []*definition
+
+	// Map (inline).
+	processor            *definition
+	itemsPath            *refPath // nil: "$"
+	itemSelector         template // ItemSelector or the legacy Parameters
+	maxConcurrency       int64    // 0: no limit
+	maxConcurrencyPath   *refPath
+	tolerance            bool // a ToleratedFailure field is set
+	toleratedPercent     float64
+	hasToleratedPercent  bool
+	toleratedPercentPath *refPath
+	toleratedCount       int64
+	hasToleratedCount    bool
+	toleratedCountPath   *refPath
 
 	// Fail: a constant, a path/intrinsic, or neither.
 	errorName string

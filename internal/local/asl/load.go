@@ -24,24 +24,28 @@ var stateFields = map[string][]string{
 	typeChoice:  {"Type", "Comment", "QueryLanguage", "Choices", "Default", "InputPath", "OutputPath"},
 	typeSucceed: {"Type", "Comment", "QueryLanguage", "InputPath", "OutputPath"},
 	typeFail:    {"Type", "Comment", "QueryLanguage", "Error", "Cause", "ErrorPath", "CausePath"},
+	typeWait:    {"Type", "Comment", "QueryLanguage", "Seconds", "SecondsPath", "Timestamp", "TimestampPath", "InputPath", "OutputPath", "Next", "End"},
+	typeParallel: {"Type", "Comment", "QueryLanguage", "Branches", "InputPath", "OutputPath", "ResultPath", "Parameters",
+		"ResultSelector", "Retry", "Catch", "Next", "End"},
+	typeMap: {"Type", "Comment", "QueryLanguage", "ItemsPath", "ItemSelector", "Parameters", "ItemProcessor", "Iterator",
+		"MaxConcurrency", "MaxConcurrencyPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath",
+		"ToleratedFailureCount", "ToleratedFailureCountPath", "InputPath", "OutputPath", "ResultPath", "ResultSelector",
+		"Retry", "Catch", "Next", "End"},
 }
 
 // unsupportedStateTypes are valid ASL state types this runtime does not
 // execute.
-var unsupportedStateTypes = map[string]bool{"Map": true, "Parallel": true, "Wait": true}
+var unsupportedStateTypes = map[string]bool{}
 
 // unsupportedFields are valid ASL state fields this runtime does not
 // implement.
 var unsupportedFields = map[string]bool{
 	"HeartbeatSeconds": true, "HeartbeatSecondsPath": true, "TimeoutSecondsPath": true,
-	"Credentials": true, "Arguments": true, "Output": true, "Assign": true,
-	"Items": true, "ItemsPath": true, "ItemSelector": true, "ItemProcessor": true,
-	"ItemReader": true, "ItemBatcher": true, "ResultWriter": true, "Iterator": true,
-	"MaxConcurrency": true, "MaxConcurrencyPath": true, "ToleratedFailurePercentage": true,
-	"ToleratedFailurePercentagePath": true, "ToleratedFailureCount": true,
-	"ToleratedFailureCountPath": true, "Label": true, "Branches": true,
-	"Seconds": true, "SecondsPath": true, "Timestamp": true, "TimestampPath": true,
+	"Credentials": true, "Arguments": true, "Output": true, "Assign": true, "Items": true,
 }
+
+// distributedMapFields are the Map fields of Distributed Map only.
+var distributedMapFields = map[string]bool{"ItemReader": true, "ItemBatcher": true, "ResultWriter": true, "Label": true}
 
 // load parses and validates a definition; see Load.
 func load(name string, data []byte, opts Options) (*Machine, error) {
@@ -90,10 +94,21 @@ func parseDefinition(data []byte, opts Options) (*definition, error) {
 			return nil, err
 		}
 	}
-	def := &definition{states: map[string]*state{}}
+	def, err := parseStateMachine(top, opts)
+	if err != nil {
+		return nil, err
+	}
 	if def.timeoutSeconds, _, err = top.integer("TimeoutSeconds", 1, maxSeconds); err != nil {
 		return nil, err
 	}
+	return def, nil
+}
+
+// parseStateMachine reads StartAt and States of the top level, a Parallel
+// branch or a Map's ItemProcessor.
+func parseStateMachine(top *jsonObject, opts Options) (*definition, error) {
+	def := &definition{states: map[string]*state{}}
+	var err error
 	if def.startAt, err = top.requiredStr("StartAt"); err != nil {
 		return nil, err
 	}
@@ -102,16 +117,16 @@ func parseDefinition(data []byte, opts Options) (*definition, error) {
 	case err != nil:
 		return nil, err
 	case !ok:
-		return nil, errAt("States", "is required")
+		return nil, errAt(top.at("States"), "is required")
 	case len(statesObj.keys) == 0:
-		return nil, errAt("States", "must contain at least one state")
+		return nil, errAt(top.at("States"), "must contain at least one state")
 	}
 	names := map[string]bool{}
 	for _, n := range statesObj.keys {
 		names[n] = true
 	}
 	if !names[def.startAt] {
-		return nil, errAt("StartAt", "no state named %q", def.startAt)
+		return nil, errAt(top.at("StartAt"), "no state named %q", def.startAt)
 	}
 	for _, n := range statesObj.keys {
 		st, err := parseState(statesObj.at(n), n, statesObj.fields[n], names, opts)
@@ -121,7 +136,7 @@ func parseDefinition(data []byte, opts Options) (*definition, error) {
 		def.states[n] = st
 		def.order = append(def.order, n)
 	}
-	if err := checkReachable(def); err != nil {
+	if err := checkReachable(top.place, def); err != nil {
 		return nil, err
 	}
 	return def, nil
@@ -142,7 +157,7 @@ func checkQueryLanguage(o *jsonObject) error {
 
 // checkReachable rejects states that no path from StartAt leads to, as
 // Step Functions does.
-func checkReachable(def *definition) error {
+func checkReachable(place string, def *definition) error {
 	seen := map[string]bool{def.startAt: true}
 	queue := []string{def.startAt}
 	for len(queue) > 0 {
@@ -157,7 +172,7 @@ func checkReachable(def *definition) error {
 	}
 	for _, n := range def.order {
 		if !seen[n] {
-			return errAt(join("States", n), "state is not reachable from StartAt %q", def.startAt)
+			return errAt(join(join(place, "States"), n), "state is not reachable from StartAt %q", def.startAt)
 		}
 	}
 	return nil
@@ -179,6 +194,13 @@ func parseState(place, name string, raw json.RawMessage, names map[string]bool, 
 		return nil, err
 	}
 	allowed, ok := stateFields[typ]
+	if typ == typeMap {
+		for _, k := range o.keys {
+			if distributedMapFields[k] {
+				return nil, errAt(o.at(k), "Map state %q: Distributed Map (%s) is not supported by the local runtime; only inline Map runs locally", name, k)
+			}
+		}
+	}
 	switch {
 	case unsupportedStateTypes[typ]:
 		return nil, errAt(o.at("Type"), "%q is not supported by the local runtime", typ)
@@ -207,6 +229,12 @@ func parseState(place, name string, raw json.RawMessage, names map[string]bool, 
 		err = p.paths(false)
 	case typeFail:
 		err = p.fail()
+	case typeWait:
+		err = p.wait()
+	case typeParallel:
+		err = p.parallel(opts)
+	case typeMap:
+		err = p.mapState(opts)
 	}
 	if err != nil {
 		return nil, err

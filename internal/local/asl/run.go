@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -30,12 +31,14 @@ var errInterrupted = &Error{Name: ErrRuntime, Cause: "the execution was interrup
 
 // runner is the state of one execution.
 type runner struct {
-	m      *Machine
-	def    *definition
-	ro     RunOptions
-	exec   Execution
-	start  time.Time
-	input  any // the execution input, for $$.Execution.Input
+	m     *Machine
+	def   *definition
+	ro    RunOptions
+	exec  Execution
+	start time.Time
+	input any // the execution input, for $$.Execution.Input
+
+	mu     sync.Mutex // guards events and serializes OnEvent (branches run concurrently)
 	events int
 }
 
@@ -68,25 +71,36 @@ func (m *Machine) run(parent context.Context, exec Execution, rawInput json.RawM
 	}
 	r.input = input
 
-	name := m.def.startAt
-	for {
+	_, raw, serr := r.runStates(ctx, m.def, input, newVarScope(nil))
+	if serr != nil {
 		if res, done := r.interrupted(ctx); done {
 			return res
 		}
-		if r.events >= maxHistoryEvents {
-			return r.failed(newError(ErrRuntime, "the execution history reached the limit of %d events", maxHistoryEvents))
+		return r.failed(serr)
+	}
+	r.emit(HistoryEvent{Type: "ExecutionSucceeded", Output: raw})
+	return Result{Status: StatusSucceeded, Output: raw}
+}
+
+// runStates runs the states of def (the machine, a Parallel branch or a
+// Map iteration) from its StartAt until one ends it, and returns the final
+// output. An interrupted run gives errInterrupted.
+func (r *runner) runStates(ctx context.Context, def *definition, input any, vars *varScope) (any, json.RawMessage, *Error) {
+	name := def.startAt
+	for {
+		if ctx.Err() != nil {
+			return nil, nil, errInterrupted
 		}
-		st := m.def.states[name]
-		out, raw, next, serr := r.runState(ctx, st, input)
+		if r.eventCount() >= maxHistoryEvents {
+			return nil, nil, newError(ErrRuntime, "the execution history reached the limit of %d events", maxHistoryEvents)
+		}
+		st := def.states[name]
+		out, raw, next, serr := r.runState(ctx, st, input, vars)
 		if serr != nil {
-			if res, done := r.interrupted(ctx); done {
-				return res
-			}
-			return r.failed(serr)
+			return nil, nil, serr
 		}
 		if next == "" {
-			r.emit(HistoryEvent{Type: "ExecutionSucceeded", Output: raw})
-			return Result{Status: StatusSucceeded, Output: raw}
+			return out, raw, nil
 		}
 		input, name = out, next
 	}
@@ -113,10 +127,18 @@ func (r *runner) failed(e *Error) Result {
 }
 
 func (r *runner) emit(ev HistoryEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.events++
 	if r.ro.OnEvent != nil {
 		r.ro.OnEvent(ev)
 	}
+}
+
+func (r *runner) eventCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events
 }
 
 // scale converts seconds named by the definition to a duration, applying
@@ -173,7 +195,7 @@ func formatTime(t time.Time) string {
 // runState executes one state on its raw input and returns its output
 // (decoded and encoded) and the next state ("" when the execution ends
 // successfully).
-func (r *runner) runState(ctx context.Context, st *state, input any) (any, json.RawMessage, string, *Error) {
+func (r *runner) runState(ctx context.Context, st *state, input any, vars *varScope) (any, json.RawMessage, string, *Error) {
 	entered := time.Now()
 	rawIn, _ := encodeValue(input)
 	r.emit(HistoryEvent{Type: st.typ + "StateEntered", StateName: st.name, Input: rawIn})
@@ -183,9 +205,9 @@ func (r *runner) runState(ctx context.Context, st *state, input any) (any, json.
 	var next string
 	var err *Error
 	switch st.typ {
-	case typeTask:
-		// A task checks its output size itself: the error is catchable.
-		out, rawOut, next, err = r.runTask(ctx, st, input, entered)
+	case typeTask, typeParallel, typeMap:
+		// These check their output size themselves: the error is catchable.
+		out, rawOut, next, err = r.runRetrying(ctx, st, input, entered, vars)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -201,6 +223,9 @@ func (r *runner) runState(ctx context.Context, st *state, input any) (any, json.
 		}
 	case typeFail:
 		return nil, nil, "", r.runFail(st, input, entered)
+	case typeWait:
+		out, err = r.runWait(ctx, st, input, entered)
+		next = st.next
 	}
 	if err == nil && rawOut == nil {
 		rawOut, err = encodeOutput(out)

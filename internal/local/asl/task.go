@@ -10,13 +10,23 @@ import (
 	"time"
 )
 
-// runTask executes a Task state with its Retry and Catch policy and returns
-// its output and next state.
-func (r *runner) runTask(ctx context.Context, st *state, input any, entered time.Time) (any, json.RawMessage, string, *Error) {
+// runRetrying executes a Task, Parallel or Map state with its Retry and
+// Catch policy and returns its output and next state.
+func (r *runner) runRetrying(ctx context.Context, st *state, input any, entered time.Time, vars *varScope) (any, json.RawMessage, string, *Error) {
 	attempts := make([]int64, len(st.retry)) // retries used, per retrier
 	retryCount := 0
 	for {
-		out, raw, err := r.taskAttempt(ctx, st, input, entered, retryCount)
+		var out any
+		var raw json.RawMessage
+		var err *Error
+		switch st.typ {
+		case typeParallel:
+			out, raw, err = r.parallelAttempt(ctx, st, input, entered, retryCount, vars)
+		case typeMap:
+			out, raw, err = r.mapAttempt(ctx, st, input, entered, retryCount, vars)
+		default:
+			out, raw, err = r.taskAttempt(ctx, st, input, entered, retryCount)
+		}
 		if err == nil {
 			return out, raw, st.next, nil
 		}

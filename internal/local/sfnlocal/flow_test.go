@@ -1,0 +1,61 @@
+package sfnlocal
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+)
+
+// flowMachine uses Wait, Parallel and an inline Map, with Lambda tasks
+// inside the Map, as a team would write it for AWS.
+const flowMachine = `{
+  "StartAt": "Pause",
+  "States": {
+    "Pause": {"Type": "Wait", "Seconds": 1, "Next": "Fan"},
+    "Fan": {
+      "Type": "Parallel",
+      "Branches": [
+        {"StartAt": "Each", "States": {"Each": {
+          "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 2,
+          "ItemSelector": {"index.$": "$$.Map.Item.Index", "value.$": "$$.Map.Item.Value"},
+          "ItemProcessor": {"StartAt": "Double", "States": {"Double": {
+            "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {"FunctionName": "double", "Payload.$": "$"},
+            "ResultSelector": {"doubled.$": "$.Payload"}, "End": true}}},
+          "End": true}}},
+        {"StartAt": "Count", "States": {"Count": {"Type": "Pass", "Parameters": {"n.$": "States.ArrayLength($.items)"}, "End": true}}}
+      ],
+      "ResultSelector": {"doubled.$": "$[0]", "count.$": "$[1].n"},
+      "End": true
+    }
+  }
+}`
+
+// TestWaitParallelMapThroughEndpoint runs a definition using Wait,
+// Parallel and Map unchanged through the Step Functions endpoint and the
+// SDK client.
+func TestWaitParallelMapThroughEndpoint(t *testing.T) {
+	env := newTestEnv(t, map[string]string{"Flow": flowMachine}, nil)
+	env.lambda.handle("double", func(_ context.Context, payload []byte) ([]byte, *FunctionError, error) {
+		var in struct{ Index, Value int }
+		if err := json.Unmarshal(payload, &in); err != nil {
+			return nil, nil, err
+		}
+		out, err := json.Marshal(in.Value * 2)
+		return out, nil, err
+	})
+	arn := env.start(t, "Flow", "flow-1", `{"items":[1,2,3]}`)
+	env.wait(t, arn)
+	out, err := env.client.DescribeExecution(testContext(t), &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+	if err != nil {
+		t.Fatalf("describe: %v", err)
+	}
+	if out.Status != types.ExecutionStatusSucceeded {
+		t.Fatalf("status %s: %s %s", out.Status, aws.ToString(out.Error), aws.ToString(out.Cause))
+	}
+	assertJSONEqual(t, "output", aws.ToString(out.Output), `{"doubled":[{"doubled":2},{"doubled":4},{"doubled":6}],"count":3}`)
+}
