@@ -156,6 +156,9 @@ var longForms = map[string]bool{
 // functions and rejecting YAML the template format does not allow.
 type converter struct {
 	file string
+	// longFormOnly rejects short-form tags, which AWS::Include snippets
+	// cannot use.
+	longFormOnly bool
 }
 
 func (c *converter) errf(y *yaml.Node, path string, sentinel error, format string, args ...any) error {
@@ -261,6 +264,9 @@ func (c *converter) mapping(y *yaml.Node, path string) (*Node, error) {
 // shortForm converts a node carrying a short-form tag.
 func (c *converter) shortForm(y *yaml.Node, tag, path string) (*Node, error) {
 	fn, ok := shortTags[tag]
+	if ok && c.longFormOnly {
+		return nil, c.errf(y, path, ErrSyntax, "%s: AWS::Include snippets take intrinsic functions in long form only (%s:)", tag, fn)
+	}
 	if !ok {
 		return nil, &Error{File: c.file, Line: y.Line, Path: path, Err: fmt.Errorf("%w %s", ErrUnknownTag, tag)}
 	}

@@ -284,11 +284,16 @@ func (r *Resolver) intrinsic(n *Node) (any, error) {
 			return nil, err
 		}
 		return base64.StdEncoding.EncodeToString([]byte(s)), nil
+	case "Fn::Transform":
+		if name, _ := a.Get("Name").Str(); name == includeTransform {
+			return r.include(n)
+		}
 	case "Fn::Equals", "Fn::Not", "Fn::And", "Fn::Or", "Condition":
 		return nil, r.errAt(n, ErrInvalid, "%s is only valid in Conditions", n.Fn)
 	}
-	// Fn::ImportValue, Fn::GetAZs, Fn::Cidr, Fn::Transform, Fn::Length,
-	// Fn::ToJsonString: valid in AWS, without a local meaning here.
+	// Fn::ImportValue, Fn::GetAZs, Fn::Cidr, Fn::Transform other than
+	// AWS::Include, Fn::Length, Fn::ToJsonString: valid in AWS, without a
+	// local meaning here.
 	return nil, r.unsupported(n, n.Fn)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+	"github.com/exactlyonce/transfers/internal/spec"
 )
 
 func TestMain(m *testing.M) { ddbtest.Main(m) }
@@ -270,6 +271,88 @@ func TestProjectTemplateViews(t *testing.T) {
 			if r.Method != strings.ToUpper(r.Method) {
 				t.Errorf("method %s is not upper-case", r.Method)
 			}
+		}
+	})
+	t.Run("API routes are the operations of api/openapi.yaml", func(t *testing.T) {
+		doc, err := spec.Source()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got []string
+		for _, r := range doc.Routes() {
+			want = append(want, r.Method+" "+r.Path+" OrchestratorFunction TransfersApi")
+		}
+		for _, r := range routes {
+			got = append(got, r.Method+" "+r.Path+" "+r.FunctionLogicalID+" "+r.RestApiID)
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("routes %q, want %q", got, want)
+		}
+	})
+	t.Run("the API's definition is api/openapi.yaml, resolved", func(t *testing.T) {
+		def, err := tmpl.APIDefinition(env, "TransfersApi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := spec.Load(def)
+		if err != nil {
+			t.Fatalf("resolved definition: %v", err)
+		}
+		if _, ok := doc.Extension("x-amazon-apigateway-policy"); ok {
+			t.Error("a resource policy without AllowedPrincipals")
+		}
+		responses, _ := doc.Extension("x-amazon-apigateway-gateway-responses")
+		for _, typ := range []string{"DEFAULT_4XX", "DEFAULT_5XX", "THROTTLED", "MISSING_AUTHENTICATION_TOKEN", "ACCESS_DENIED", "BAD_REQUEST_BODY"} {
+			r, _ := responses.(map[string]any)[typ].(map[string]any)
+			params, _ := r["responseParameters"].(map[string]any)
+			if ct := params["gatewayresponse.header.Content-Type"]; ct != "'application/problem+json'" {
+				t.Errorf("gateway response %s: Content-Type %v, want 'application/problem+json'", typ, ct)
+			}
+			tpl, _ := r["responseTemplates"].(map[string]any)["application/json"].(string)
+			if !strings.Contains(tpl, `"code":"`) {
+				t.Errorf("gateway response %s: template %q has no code", typ, tpl)
+			}
+		}
+		for _, r := range doc.Routes() {
+			integ, _ := r.Operation.Extensions["x-amazon-apigateway-integration"].(map[string]any)
+			const uri = "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/arn:aws:lambda:us-east-1:123456789012:function:OrchestratorFunction/invocations"
+			if integ["uri"] != uri || integ["type"] != "aws_proxy" {
+				t.Errorf("%s %s integration %v, want aws_proxy %s", r.Method, r.Path, integ, uri)
+			}
+		}
+	})
+	t.Run("AllowedPrincipals adds a resource policy", func(t *testing.T) {
+		withPolicy := env
+		withPolicy.Parameters = map[string]string{}
+		for k, v := range env.Parameters {
+			withPolicy.Parameters[k] = v
+		}
+		const role = "arn:aws:iam::123456789012:role/payments"
+		withPolicy.Parameters["AllowedPrincipals"] = role + ",arn:aws:iam::123456789012:user/ops"
+		def, err := tmpl.APIDefinition(withPolicy, "TransfersApi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Policy struct {
+				Statement []struct {
+					Effect    string
+					Principal any
+					Condition map[string]map[string][]string
+				}
+			} `json:"x-amazon-apigateway-policy"`
+		}
+		if err := json.Unmarshal(def, &doc); err != nil {
+			t.Fatal(err)
+		}
+		st := doc.Policy.Statement
+		if len(st) != 2 || st[0].Effect != "Allow" || st[1].Effect != "Deny" {
+			t.Fatalf("policy statements %+v, want an Allow and a Deny", st)
+		}
+		if got := st[1].Condition["ArnNotLike"]["aws:PrincipalArn"]; len(got) != 2 || got[0] != role {
+			t.Errorf("Deny applies to principals other than %v", got)
 		}
 	})
 }

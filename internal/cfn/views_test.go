@@ -419,3 +419,38 @@ func TestIgnoredTablePropertiesAreDocumented(t *testing.T) {
 		})
 	}
 }
+
+func TestAPIRoutesFromIncludedDefinition(t *testing.T) {
+	tmpl := load(t, "testdata/include.yaml")
+	tests := []struct {
+		name       string
+		definition string
+		want       []Route
+		wantErr    error
+	}{
+		{name: "routes of the aws_proxy integrations", definition: "include/api.yaml", want: []Route{
+			{Path: "/things", Method: "POST", FunctionLogicalID: "Things", RestApiID: "ThingsApi", Authorizer: "AWS_IAM"},
+			{Path: "/things/{id}", Method: "GET", FunctionLogicalID: "Things", RestApiID: "ThingsApi", Authorizer: AuthorizerNone},
+		}},
+		{name: "short-form tags are refused", definition: "include/short.yaml", wantErr: ErrSyntax},
+		{name: "a missing file", definition: "include/none.yaml", wantErr: ErrUnresolved},
+		{name: "a snippet in S3", definition: "s3://bucket/api.yaml", wantErr: ErrUnsupported},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			routes, err := tmpl.APIRoutes(Env{Parameters: map[string]string{"Definition": tc.definition}})
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(routes, tc.want) {
+				t.Errorf("routes:\n got %+v\nwant %+v", routes, tc.want)
+			}
+		})
+	}
+}
