@@ -14,12 +14,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/exactlyonce/transfers/internal/local/lambdarun"
+	"github.com/exactlyonce/transfers/internal/spec"
 )
 
 const (
@@ -68,6 +70,13 @@ type Config struct {
 	IntegrationTimeout time.Duration
 	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Definition is the API's OpenAPI document (JSON or YAML, intrinsic
+	// functions resolved). When set, the server validates requests as its
+	// x-amazon-apigateway-request-validators say and answers its own
+	// refusals with its x-amazon-apigateway-gateway-responses; without it,
+	// nothing is validated and refusals get API Gateway's default body,
+	// {"message": "..."}.
+	Definition []byte
 	// Now is the clock of requestTime (time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -92,12 +101,26 @@ type Config struct {
 // any unknown resource or method, the server answers 404 for a path no
 // resource matches and 405, with Allow, for a method the matched resource
 // lacks, so that routing mistakes are told apart from authorization ones.
+//
+// With Config.Definition, every refusal of the server is the definition's
+// gateway response for its type (a 404 is RESOURCE_NOT_FOUND, a 405
+// DEFAULT_4XX, a refused caller MISSING_AUTHENTICATION_TOKEN, a body over
+// MaxBodyBytes REQUEST_TOO_LARGE, the request validator's refusals
+// BAD_REQUEST_PARAMETERS and BAD_REQUEST_BODY, a function error
+// DEFAULT_5XX, a timeout INTEGRATION_TIMEOUT), falling back to DEFAULT_4XX
+// or DEFAULT_5XX. Serve it on Listener(ln) so that requests the HTTP
+// server rejects before any handler runs get DEFAULT_4XX or DEFAULT_5XX as
+// well.
 type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	router    router
 	binary    []string
 	stagePath string
+	// spec is the loaded Definition and responses its gateway responses
+	// by type; both nil without a Definition.
+	spec      *spec.Spec
+	responses map[string]*gatewayResponse
 }
 
 // DefaultCaller is the caller of requests without an Authorization header.
@@ -169,7 +192,35 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := checkSiblings(templates); err != nil {
 		return nil, err
 	}
+	if len(cfg.Definition) > 0 {
+		if err := s.loadDefinition(cfg.Definition); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// loadDefinition reads the API definition's request validation and
+// gateway responses.
+func (s *Server) loadDefinition(def []byte) error {
+	doc, err := spec.Load(def)
+	if err != nil {
+		return fmt.Errorf("apigw: API definition: %w", err)
+	}
+	s.spec = doc
+	s.responses = make(map[string]*gatewayResponse)
+	raw, ok := doc.Extension("x-amazon-apigateway-gateway-responses")
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return fmt.Errorf("apigw: gateway responses: %w", err)
+	}
+	if err := json.Unmarshal(b, &s.responses); err != nil {
+		return fmt.Errorf("apigw: gateway responses: %w", err)
+	}
+	return nil
 }
 
 // ServeHTTP serves one request.
@@ -198,7 +249,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	res, params := s.router.find(escaped)
 	if res == nil {
-		gatewayError(w, http.StatusNotFound, "NotFoundException", "Not Found")
+		s.refuse(w, requestID, refusal{typ: respResourceNotFound, status: http.StatusNotFound, errorType: "NotFoundException", message: "Not Found"})
 		return
 	}
 	route := res.methods[r.Method]
@@ -207,29 +258,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if route == nil {
 		w.Header().Set("Allow", res.allowed())
-		gatewayError(w, http.StatusMethodNotAllowed, "MethodNotAllowedException", "Method Not Allowed")
+		s.refuse(w, requestID, refusal{typ: respDefault4XX, status: http.StatusMethodNotAllowed, errorType: "MethodNotAllowedException", message: "Method Not Allowed"})
 		return
 	}
 	log = log.With("resource", res.path, "function", route.FunctionName)
 
 	caller, ok := s.caller(r)
 	if !ok {
-		gatewayError(w, http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token")
+		s.refuse(w, requestID, refusal{typ: respMissingAuthToken, status: http.StatusForbidden, errorType: "MissingAuthenticationTokenException", message: "Missing Authentication Token"})
 		return
 	}
 
 	if r.ContentLength > s.cfg.MaxBodyBytes {
-		gatewayError(w, http.StatusRequestEntityTooLarge, "RequestTooLongException", "Request Too Long")
+		s.refuse(w, requestID, tooLarge)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
 	if err != nil {
 		log.Warn("reading request body", "error", err)
-		gatewayError(w, http.StatusBadRequest, "BadRequestException", "Bad Request")
+		s.refuse(w, requestID, refusal{typ: respDefault4XX, status: http.StatusBadRequest, errorType: "BadRequestException", message: "Bad Request"})
 		return
 	}
 	if int64(len(body)) > s.cfg.MaxBodyBytes {
-		gatewayError(w, http.StatusRequestEntityTooLarge, "RequestTooLongException", "Request Too Long")
+		s.refuse(w, requestID, tooLarge)
+		return
+	}
+
+	if rerr := s.validate(r, res, route, body); rerr != nil {
+		log.Info("request refused by the request validator", "responseType", rerr.ResponseType, "validation", rerr.Validation)
+		s.refuse(w, requestID, refusal{typ: rerr.ResponseType, status: http.StatusBadRequest, errorType: "BadRequestException",
+			message: rerr.Message, validation: rerr.Validation})
 		return
 	}
 
@@ -237,10 +295,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	payload, err := json.Marshal(event)
 	if err != nil {
 		log.Error("encoding the proxy event", "error", err)
-		gatewayError(w, http.StatusInternalServerError, "InternalServerErrorException", "Internal server error")
+		s.refuse(w, requestID, internalError)
 		return
 	}
-	s.integrate(w, r, route, payload, log)
+	s.integrate(w, r, route, payload, requestID, log)
+}
+
+var (
+	tooLarge      = refusal{typ: respRequestTooLarge, status: http.StatusRequestEntityTooLarge, errorType: "RequestTooLongException", message: "Request Too Long"}
+	internalError = refusal{typ: respDefault5XX, status: http.StatusInternalServerError, errorType: "InternalServerErrorException", message: "Internal server error"}
+	badGateway    = refusal{typ: respDefault5XX, status: http.StatusBadGateway, errorType: "InternalServerErrorException", message: "Internal server error"}
+)
+
+// validate applies the definition's request validator to the route's
+// operation; nil without a definition or when the operation is not in it.
+func (s *Server) validate(r *http.Request, res *resource, route *Route, body []byte) *spec.RequestError {
+	if s.spec == nil {
+		return nil
+	}
+	method := route.Method
+	if method == "ANY" {
+		method = r.Method
+	}
+	op, err := s.spec.Find(method, res.path)
+	if err != nil {
+		return nil
+	}
+	query, _ := url.ParseQuery(r.URL.RawQuery)
+	return s.spec.ValidateRequest(op, r.Header, query, body)
 }
 
 // stripStage removes a leading /<stage> path segment.
@@ -328,7 +410,7 @@ type invocation struct {
 }
 
 // integrate invokes the function and writes its response.
-func (s *Server) integrate(w http.ResponseWriter, r *http.Request, route *Route, payload []byte, log *slog.Logger) {
+func (s *Server) integrate(w http.ResponseWriter, r *http.Request, route *Route, payload []byte, requestID string, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.IntegrationTimeout)
 	defer cancel()
 	done := make(chan invocation, 1)
@@ -355,21 +437,21 @@ func (s *Server) integrate(w http.ResponseWriter, r *http.Request, route *Route,
 		return
 	case inv.err != nil && ctx.Err() != nil:
 		log.Error("integration timed out", "timeout", s.cfg.IntegrationTimeout, "error", inv.err)
-		gatewayError(w, http.StatusGatewayTimeout, "InternalServerErrorException", "Endpoint request timed out")
+		s.refuse(w, requestID, refusal{typ: respIntegrationTimeout, status: http.StatusGatewayTimeout, errorType: "InternalServerErrorException", message: "Endpoint request timed out"})
 		return
 	case inv.err != nil:
 		log.Error("invoking the function failed", "error", inv.err)
-		gatewayError(w, http.StatusInternalServerError, "InternalServerErrorException", "Internal server error")
+		s.refuse(w, requestID, internalError)
 		return
 	case inv.fnErr != nil:
 		log.Error("function error", "errorType", inv.fnErr.Type, "errorMessage", inv.fnErr.Message, "stackTrace", inv.fnErr.StackTrace)
-		gatewayError(w, http.StatusBadGateway, "InternalServerErrorException", "Internal server error")
+		s.refuse(w, requestID, badGateway)
 		return
 	}
 	resp, err := parseResponse(inv.result)
 	if err != nil {
 		log.Error("malformed Lambda proxy response", "error", err, "response", truncate(inv.result, 1024))
-		gatewayError(w, http.StatusBadGateway, "InternalServerErrorException", "Internal server error")
+		s.refuse(w, requestID, badGateway)
 		return
 	}
 	resp.write(w)
@@ -449,17 +531,6 @@ func (p *proxyResponse) write(w http.ResponseWriter) {
 	h.Set("Content-Length", strconv.Itoa(len(p.body)))
 	w.WriteHeader(p.status)
 	_, _ = w.Write(p.body)
-}
-
-// gatewayError writes an API Gateway error response: {"message": "..."}.
-func gatewayError(w http.ResponseWriter, status int, errorType, message string) {
-	msg, _ := json.Marshal(message)
-	body := `{"message": ` + string(msg) + `}`
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("x-amzn-ErrorType", errorType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, body)
 }
 
 func truncate(b []byte, n int) string {

@@ -396,9 +396,17 @@ func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]strin
 			}
 		}
 	}
+	var definition []byte
+	if len(routes) > 0 {
+		// Routes of one API: the definition (request validation, gateway
+		// responses) of the API they belong to.
+		if definition, err = tpl.APIDefinition(env, routes[0].RestApiID); err != nil {
+			return err
+		}
+	}
 	srv, err := apigw.NewServer(apigw.Config{
 		Routes: rs, Invoker: st.Functions, Stage: stage, AccountID: AccountID, APIID: "local",
-		Logger: st.log.With("component", "apigateway"),
+		Definition: definition, Logger: st.log.With("component", "apigateway"),
 	})
 	if err != nil {
 		return err
@@ -413,7 +421,7 @@ func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]strin
 	st.APIURL = "http://" + ln.Addr().String()
 	st.api = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	st.apiDone = make(chan error, 1)
-	go func() { st.apiDone <- st.api.Serve(ln) }()
+	go func() { st.apiDone <- st.api.Serve(srv.Listener(ln)) }()
 	return nil
 }
 
