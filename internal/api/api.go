@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -107,6 +108,21 @@ func header(req events.APIGatewayProxyRequest, name string) (value string, confl
 		}
 	}
 	return "", false
+}
+
+// jsonBody reports whether the request's body may be read as JSON: its
+// Content-Type is application/json (any parameters), or absent, which API
+// Gateway also reads as application/json.
+func jsonBody(req events.APIGatewayProxyRequest) bool {
+	ct, conflicting := header(req, "Content-Type")
+	if conflicting {
+		return false
+	}
+	if strings.TrimSpace(ct) == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 func body(req events.APIGatewayProxyRequest) ([]byte, error) {

@@ -24,6 +24,7 @@ import (
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
+	"github.com/exactlyonce/transfers/internal/spec"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -111,7 +112,40 @@ func (e *env) do(req events.APIGatewayProxyRequest) events.APIGatewayProxyRespon
 	if err != nil {
 		e.t.Fatalf("Handle: %v", err)
 	}
+	conforms(e.t, req, resp)
 	return resp
+}
+
+// conforms fails the test unless the response is one api/openapi.yaml
+// declares for the request's route.
+func conforms(t *testing.T, req events.APIGatewayProxyRequest, resp events.APIGatewayProxyResponse) {
+	t.Helper()
+	doc, err := spec.Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := make(http.Header)
+	for k, v := range resp.Headers {
+		header.Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		for _, v := range vs {
+			header.Add(k, v)
+		}
+	}
+	b := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if b, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			t.Fatalf("response body is not base64: %v", err)
+		}
+	}
+	path := req.Resource
+	if path == "" {
+		path = req.Path
+	}
+	if err := doc.CheckResponse(req.HTTPMethod, path, resp.StatusCode, header, b); err != nil {
+		t.Errorf("response does not conform to api/openapi.yaml: %v\n%s", err, resp.Body)
+	}
 }
 
 func problemOf(t *testing.T, resp events.APIGatewayProxyResponse) api.Problem {
@@ -205,8 +239,8 @@ func TestPostNewTransfer(t *testing.T) {
 }
 
 func TestPostReplays(t *testing.T) {
-	completed := `{"transferId":"transfer-1","status":"COMPLETED","sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR","reference":"","createdAt":"x","settledAt":"y"}`
-	failed := `{"transferId":"transfer-1","status":"FAILED","sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR","reference":"","createdAt":"x","settledAt":"y","failure":{"code":"InsufficientFunds","detail":"balance too low","reversed":false}}`
+	completed := `{"transferId":"transfer-1","status":"COMPLETED","sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR","reference":"","createdAt":"2026-05-04T09:08:07.654Z","settledAt":"2026-05-04T09:08:07.912Z"}`
+	failed := `{"transferId":"transfer-1","status":"FAILED","sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR","reference":"","createdAt":"2026-05-04T09:08:07.654Z","settledAt":"2026-05-04T09:08:07.912Z","failure":{"code":"InsufficientFunds","detail":"balance too low","reversed":false}}`
 	tests := []struct {
 		name       string
 		status     idempotency.Status
@@ -287,6 +321,11 @@ func TestPostInvalid(t *testing.T) {
 		{"invalid body", post(alice, "k-invalid", `{"amount":0}`), 400, api.CodeInvalidRequest},
 		{"not base64", badBase64, 400, api.CodeInvalidRequest},
 		{"body too large", post(alice, "k-large", strings.Repeat(" ", 17<<10)+body), 400, api.CodeBodyTooLarge},
+		{"text/plain body", withContentType(post(alice, "k-text", body), "text/plain"), 415, api.CodeUnsupportedMediaType},
+		{"octet-stream body", withContentType(post(alice, "k-octets", body), "application/octet-stream"), 415, api.CodeUnsupportedMediaType},
+		{"form body", withContentType(post(alice, "k-form", body), "application/x-www-form-urlencoded"), 415, api.CodeUnsupportedMediaType},
+		{"another JSON media type", withContentType(post(alice, "k-patch", body), "application/merge-patch+json"), 415, api.CodeUnsupportedMediaType},
+		{"malformed Content-Type", withContentType(post(alice, "k-ct", body), "application/json; charset"), 415, api.CodeUnsupportedMediaType},
 		{"unknown route", events.APIGatewayProxyRequest{HTTPMethod: "DELETE", Resource: "/transfers", Path: "/transfers",
 			RequestContext: events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{UserArn: alice}}}, 404, api.CodeNotFound},
 	}
@@ -304,6 +343,36 @@ func TestPostInvalid(t *testing.T) {
 	out, err := e.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(e.table)})
 	if err != nil || out.Count != 0 {
 		t.Fatalf("%d records stored for invalid requests (%v)", out.Count, err)
+	}
+}
+
+// withContentType sets the request's Content-Type header.
+func withContentType(req events.APIGatewayProxyRequest, ct string) events.APIGatewayProxyRequest {
+	req.Headers["Content-Type"] = ct
+	return req
+}
+
+func TestPostMediaTypes(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name        string
+		contentType string
+	}{
+		{"absent, read as JSON", ""},
+		{"application/json", "application/json"},
+		{"with charset", "application/json; charset=utf-8"},
+		{"in another case", "Application/JSON"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := post(alice, fmt.Sprintf("k-media-%d", i), body)
+			if tt.contentType != "" {
+				req = withContentType(req, tt.contentType)
+			}
+			if resp := e.do(req); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
+			}
+		})
 	}
 }
 
@@ -334,10 +403,12 @@ func TestPostBase64Body(t *testing.T) {
 func TestPostStepFunctionsUnavailable(t *testing.T) {
 	e := newEnv(t)
 	down := e.newHandler(sfnClient(e.db, "http://127.0.0.1:1"), e.store)
-	resp, err := down.Handle(context.Background(), post(alice, "k", body))
+	req := post(alice, "k", body)
+	resp, err := down.Handle(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	conforms(t, req, resp)
 	if p := problemOf(t, resp); resp.StatusCode != 503 || p.Code != api.CodeUnavailable || resp.Headers["Retry-After"] == "" {
 		t.Fatalf("status %d headers %v problem %+v", resp.StatusCode, resp.Headers, p)
 	}
@@ -362,10 +433,12 @@ func TestPostDynamoDBUnavailable(t *testing.T) {
 		o.RetryMaxAttempts = 1
 	})
 	down := e.newHandler(e.sfn, idempotency.NewStore(db, e.table))
-	resp, err := down.Handle(context.Background(), post(alice, "k", body))
+	req := post(alice, "k", body)
+	resp, err := down.Handle(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	conforms(t, req, resp)
 	if p := problemOf(t, resp); resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" || p.Code != api.CodeUnavailable {
 		t.Fatalf("status %d problem %+v", resp.StatusCode, p)
 	}
@@ -492,10 +565,12 @@ func TestPostAnswersBeforeTheDeadline(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	resp, err := hung.Handle(ctx, post(alice, "k", body))
+	req := post(alice, "k", body)
+	resp, err := hung.Handle(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	conforms(t, req, resp)
 	if time.Now().After(deadline) {
 		t.Fatalf("answered after the function's deadline")
 	}

@@ -37,12 +37,16 @@ const (
 	CodeUnauthenticated = "caller_unknown"
 	CodeUnavailable     = "service_unavailable"
 	CodeInternal        = "internal_error"
+	// CodeUnsupportedMediaType refuses a body that is not application/json.
+	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // Errors of the edge itself.
 var (
 	errNoCaller = errors.New("the request carries no authenticated caller")
 	errNotFound = errors.New("not found")
+	// errMediaType reports a body sent as another media type than JSON.
+	errMediaType = errors.New("the body is not application/json")
 )
 
 // problemFor maps an error to its problem document: the one place where
@@ -60,6 +64,9 @@ func problemFor(err error) Problem {
 	case errors.Is(err, idempotency.ErrKeyReused):
 		return newProblem(http.StatusUnprocessableEntity, CodeKeyReused, "Idempotency-Key was used for a different request",
 			"This key already belongs to a transfer with a different body. Use a new key for a new transfer.")
+	case errors.Is(err, errMediaType):
+		return newProblem(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "Unsupported media type",
+			"Send the body as application/json; nothing was stored.")
 	case errors.Is(err, transfer.ErrBodyTooLarge):
 		return newProblem(http.StatusBadRequest, CodeBodyTooLarge, "Request body is too large",
 			"A transfer request must be at most 16 KiB.")

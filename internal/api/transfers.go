@@ -34,6 +34,9 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 	if err := idempotency.ValidateKey(key); err != nil {
 		return problemResponse(problemFor(err), instance, nil)
 	}
+	if !jsonBody(req) {
+		return problemResponse(problemFor(errMediaType), instance, nil)
+	}
 	raw, err := body(req)
 	if err != nil {
 		return problemResponse(problemFor(&transfer.ValidationError{Fields: []transfer.FieldError{{Code: "malformed_body", Detail: "the body is not valid base64"}}}), instance, nil)
