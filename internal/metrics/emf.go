@@ -66,3 +66,39 @@ func Attrs(now time.Time, dims []slog.Attr, ms ...Metric) []slog.Attr {
 func Emit(ctx context.Context, log *slog.Logger, msg string, dims []slog.Attr, ms ...Metric) {
 	log.LogAttrs(ctx, slog.LevelInfo, msg, Attrs(time.Now(), dims, ms...)...)
 }
+
+// Names of the metrics the functions publish, each a count.
+const (
+	// Orchestrator (dimension Service=orchestrator).
+	Reserved     = "Reserved"     // a new key reserved: a new transfer
+	Replayed     = "Replayed"     // a duplicate answered from its record
+	KeyReused    = "KeyReused"    // a key sent again with another request
+	StartRetried = "StartRetried" // a duplicate of a RESERVED record started its execution again
+
+	// Ledger legs (dimensions Service=worker, Leg=DEBIT|CREDIT|REFUND).
+	LegFenced = "LegFenced" // a leg refused by the fence on its idempotency record
+
+	// Reaper (dimensions Service=reaper, Outcome=<decision>).
+	Reaped   = "Reaped"   // a transfer the reaper settled (completed, failed or reversed)
+	Refunded = "Refunded" // a debit the reaper refunded while settling
+
+	// Sweep (dimension Service=reaper).
+	Swept       = "Swept"       // stuck transfers the sweep settled without error
+	Reconciling = "Reconciling" // stuck RECONCILING records the sweep found
+)
+
+// Dimension values of Service.
+const (
+	ServiceOrchestrator = "orchestrator"
+	ServiceWorker       = "worker"
+	ServiceReaper       = "reaper"
+)
+
+// Service is the Service dimension.
+func Service(name string) slog.Attr { return slog.String("Service", name) }
+
+// Incr logs one EMF document counting one event of metric name, with the
+// given dimensions (Service first).
+func Incr(ctx context.Context, log *slog.Logger, name string, dims ...slog.Attr) {
+	Emit(ctx, log, "metric "+name, dims, Metric{Name: name, Value: 1})
+}
