@@ -9,10 +9,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/metrics"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -23,8 +26,18 @@ const maxTransferIDLength = 80
 // HeaderReplayed marks a response answered from an earlier request's record.
 const HeaderReplayed = "Idempotent-Replayed"
 
-// postTransfer accepts a transfer: one conditional PutItem and one
-// StartExecution for a new key, one PutItem for a duplicate.
+// postTransfer accepts a transfer: one conditional write and one
+// StartExecution for a new key, one conditional write for a duplicate.
+//
+// The write stores the record with the transfer's payload as attributes
+// (ledger.RecordAttributes), which fence every leg to this transfer. With
+// ownership enforced it is one TransactWriteItems that also checks that
+// the source account exists and belongs to the caller
+// (ledger.OwnerCheck): a key that is taken is answered from its record
+// whatever the check says (the record already answers it), and a new key
+// whose check fails is refused with 403 forbidden, nothing reserved, the
+// same answer whether the account exists or not. Without ownership it is
+// one PutItem.
 func (h *Handler) postTransfer(ctx context.Context, scope string, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
 	instance := req.Path
 	key, conflicting := header(req, "Idempotency-Key")
@@ -51,18 +64,35 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 		return h.overLimits(ctx, scope, key, fingerprint, basePath(req), instance, limits)
 	}
 
-	rec, created, err := h.records.Reserve(ctx, idempotency.Reservation{
-		Scope: scope, Key: key, Fingerprint: fingerprint, ResourceID: h.newID(), Request: canonical,
-	})
+	id := h.newID()
+	reservation := idempotency.Reservation{
+		Scope: scope, Key: key, Fingerprint: fingerprint, ResourceID: id, Request: canonical,
+		Attributes: ledger.RecordAttributes(tr.SourceAccountID, tr.DestinationAccountID, tr.Amount, tr.Currency),
+	}
+	if h.cfg.EnforceOwnership {
+		check, err := h.accounts.OwnerCheck(tr.SourceAccountID, scope)
+		if err != nil {
+			h.log.ErrorContext(ctx, "build the owner check", "transferId", id, "error", err)
+			return problemResponse(problemFor(err), instance, nil)
+		}
+		reservation.Require = []ddbtypes.ConditionCheck{check}
+	}
+	rec, created, err := h.records.Reserve(ctx, reservation)
+	if errors.Is(err, idempotency.ErrPreconditionFailed) {
+		h.log.InfoContext(ctx, "source account is not the caller's", "recordKey", idempotency.RecordKey(scope, key))
+		return problemResponse(problemFor(errForbidden), instance, nil)
+	}
 	if err != nil {
-		h.log.ErrorContext(ctx, "reserve failed", "error", err)
+		h.log.ErrorContext(ctx, "reserve failed", "transferId", id, "recordKey", idempotency.RecordKey(scope, key), "error", err)
 		return problemResponse(problemFor(err), instance, nil)
 	}
 	if created {
+		h.count(ctx, metrics.Reserved)
 		return h.start(ctx, rec, basePath(req), false)
 	}
 	if err := rec.Matches(fingerprint); err != nil {
-		h.log.InfoContext(ctx, "idempotency key reused with another request", "transferId", rec.ResourceID)
+		h.log.InfoContext(ctx, "idempotency key reused with another request", "transferId", rec.ResourceID, "recordKey", rec.Key)
+		h.count(ctx, metrics.KeyReused)
 		return problemResponse(problemFor(err), instance, nil)
 	}
 	return h.replay(ctx, rec, basePath(req))
@@ -74,11 +104,12 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 // stored answer. That costs one strongly consistent GetItem, on this path
 // only; nothing is written.
 func (h *Handler) overLimits(ctx context.Context, scope, key, fingerprint, base, instance string, lerr error) events.APIGatewayProxyResponse {
-	rec, err := h.records.GetByRecordKey(ctx, idempotency.RecordKey(scope, key))
+	recordKey := idempotency.RecordKey(scope, key)
+	rec, err := h.records.GetByRecordKey(ctx, recordKey)
 	switch {
 	case errors.Is(err, idempotency.ErrNotFound):
 	case err != nil:
-		h.log.ErrorContext(ctx, "read record of a request over the limits", "error", err)
+		h.log.ErrorContext(ctx, "read record of a request over the limits", "recordKey", recordKey, "error", err)
 		return problemResponse(problemFor(err), instance, nil)
 	case rec.Matches(fingerprint) == nil && !rec.Reusable(time.Now()):
 		return h.replay(ctx, rec, base)
@@ -88,12 +119,20 @@ func (h *Handler) overLimits(ctx context.Context, scope, key, fingerprint, base,
 
 // replay answers a duplicate from the record its reservation returned.
 func (h *Handler) replay(ctx context.Context, rec idempotency.Record, base string) events.APIGatewayProxyResponse {
+	h.count(ctx, metrics.Replayed)
 	if rec.Status == idempotency.StatusReserved {
 		// The first request may have died between its two calls: starting
 		// again with the stored name and input is safe.
+		h.count(ctx, metrics.StartRetried)
 		return h.start(ctx, rec, base, true)
 	}
 	return h.answer(rec, base, true)
+}
+
+// count publishes one event of an orchestrator metric: a log line, no
+// remote call.
+func (h *Handler) count(ctx context.Context, name string) {
+	metrics.Incr(ctx, h.log, name, metrics.Service(metrics.ServiceOrchestrator))
 }
 
 // start starts (or finds running) the execution of rec's transfer.
@@ -114,14 +153,14 @@ func (h *Handler) start(ctx context.Context, rec idempotency.Record, base string
 		// The execution has closed: its outcome is in the record.
 		fresh, gerr := h.records.GetByRecordKey(ctx, rec.Key)
 		if gerr != nil {
-			h.log.ErrorContext(ctx, "read record after closed execution", "transferId", rec.ResourceID, "error", gerr)
+			h.log.ErrorContext(ctx, "read record after closed execution", "transferId", rec.ResourceID, "recordKey", rec.Key, "error", gerr)
 			return problemResponse(problemFor(gerr), base+"/transfers", nil)
 		}
 		return h.answer(fresh, base, true)
 	default:
 		// The record stays RESERVED: the client's retry or the sweeper
 		// starts the execution.
-		h.log.ErrorContext(ctx, "start execution failed", "transferId", rec.ResourceID, "error", err)
+		h.log.ErrorContext(ctx, "start execution failed", "transferId", rec.ResourceID, "recordKey", rec.Key, "error", err)
 		return problemResponse(problemFor(err), base+"/transfers", nil)
 	}
 	return h.answer(rec, base, replayed)
