@@ -9,6 +9,11 @@
 // stored the transfer as FAILED; if such an attempt committed first, the
 // debit stands and the answer is its entry.
 //
+// A DEBIT worker that enforces ownership (EnforceOwnership) passes the
+// task's caller scope to the ledger as the leg's owner: a debit of an
+// account that is not the transfer's caller's is a business rejection,
+// Forbidden, voided and answered like any other.
+//
 // Other failures come back as Lambda function errors whose errorType is
 // one of the Type constants, so the state machine's Retry and Catch match
 // them by name:
@@ -59,6 +64,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/metrics"
 )
 
 // Lambda errorType names, as the state machine's ErrorEquals match them.
@@ -68,6 +74,7 @@ const (
 	TypeCurrencyMismatch  = "CurrencyMismatch"
 	TypeAccountClosed     = "AccountClosed"
 	TypeBalanceLimit      = "BalanceLimitExceeded"
+	TypeForbidden         = "Forbidden"
 	TypeTransferFenced    = "TransferFenced"
 	TypeDebitMissing      = "DebitMissing"
 	TypeNothingToRefund   = "NothingToRefund"
@@ -89,6 +96,7 @@ var errorTypes = []struct {
 	{ledger.ErrCurrencyMismatch, TypeCurrencyMismatch},
 	{ledger.ErrAccountClosed, TypeAccountClosed},
 	{ledger.ErrBalanceLimit, TypeBalanceLimit},
+	{ledger.ErrForbidden, TypeForbidden},
 	{ledger.ErrFenced, TypeTransferFenced},
 	{ledger.ErrVoided, TypeTransferFenced},
 	{ledger.ErrDebitMissing, TypeDebitMissing},
@@ -131,6 +139,10 @@ type Task struct {
 	// RetentionSeconds is how long the transfer's idempotency record is
 	// kept once settled; when positive, the Result carries ExpiresAt.
 	RetentionSeconds int64 `json:"retentionSeconds,omitempty"`
+	// Scope is the caller scope of the transfer (its record's), sent to
+	// the DEBIT only: the account's owner must be this scope when the
+	// worker enforces ownership.
+	Scope string `json:"scope,omitempty"`
 }
 
 // Result is a leg function's answer: the posted entry (the stored one when
@@ -194,6 +206,8 @@ func taskField(kind ledger.Kind, legField string) string {
 		return "amount"
 	case "Currency":
 		return "currency"
+	case "Owner":
+		return "scope"
 	}
 	return legField
 }
@@ -204,10 +218,22 @@ type Worker struct {
 	poster Poster
 	log    *slog.Logger
 	now    func() time.Time
+	// owned: a DEBIT requires the account to be the task's Scope's.
+	owned bool
 }
 
+// Option configures a Worker.
+type Option func(*Worker)
+
+// EnforceOwnership makes a DEBIT worker post the leg with the task's Scope
+// as its owner (ledger.Leg.Owner): the debit commits only on an account of
+// the transfer's caller, under a record of that caller, and is rejected
+// with Forbidden otherwise. A task without a Scope is an InvalidTask. It
+// changes nothing for other kinds.
+func EnforceOwnership() Option { return func(w *Worker) { w.owned = true } }
+
 // New returns the worker of a leg kind. A nil logger means slog.Default().
-func New(kind ledger.Kind, poster Poster, logger *slog.Logger) (*Worker, error) {
+func New(kind ledger.Kind, poster Poster, logger *slog.Logger, opts ...Option) (*Worker, error) {
 	if !kind.Valid() {
 		return nil, fmt.Errorf("worker: unknown leg kind %q", string(kind))
 	}
@@ -217,7 +243,11 @@ func New(kind ledger.Kind, poster Poster, logger *slog.Logger) (*Worker, error) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Worker{kind: kind, poster: poster, log: logger, now: time.Now}, nil
+	w := &Worker{kind: kind, poster: poster, log: logger, now: time.Now}
+	for _, o := range opts {
+		o(w)
+	}
+	return w, nil
 }
 
 // verb names the leg in messages, as the ledger does ("debit t-1: ...").
@@ -228,6 +258,12 @@ func (w *Worker) verb() string { return strings.ToLower(string(w.kind)) }
 // constants.
 func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 	leg := task.leg(w.kind)
+	if w.owned && w.kind == ledger.Debit {
+		if task.Scope == "" {
+			return Result{}, w.fail(ctx, task, &ledger.InvalidInputError{Field: "Owner", Problem: "must name the transfer's caller"})
+		}
+		leg.Owner = task.Scope
+	}
 	entry, err := w.post(ctx, leg)
 	var voided *ledger.VoidedError
 	switch {
@@ -256,6 +292,7 @@ func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 	}
 	w.log.LogAttrs(ctx, slog.LevelInfo, "leg posted",
 		slog.String("transferId", task.TransferID),
+		slog.String("recordKey", task.RecordKey),
 		slog.String("leg", string(w.kind)),
 		slog.String("outcome", outcome),
 		slog.Int64("amount", entry.Amount),
@@ -264,6 +301,7 @@ func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 	)
 	w.log.LogAttrs(ctx, slog.LevelDebug, "leg account",
 		slog.String("transferId", task.TransferID),
+		slog.String("recordKey", task.RecordKey),
 		slog.String("accountId", entry.AccountID),
 	)
 	return Result{Entry: &entry, ExpiresAt: w.expiresAt(task)}, nil
@@ -273,6 +311,7 @@ func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 func (w *Worker) rejected(ctx context.Context, task Task, code, detail, outcome string) Result {
 	w.log.LogAttrs(ctx, slog.LevelInfo, "leg rejected",
 		slog.String("transferId", task.TransferID),
+		slog.String("recordKey", task.RecordKey),
 		slog.String("leg", string(w.kind)),
 		slog.String("outcome", outcome),
 		slog.String("code", code),
@@ -391,8 +430,12 @@ func (w *Worker) fail(ctx context.Context, task Task, err error) error {
 	case ledger.ClassTransient:
 		level = slog.LevelError
 	}
+	if name == TypeTransferFenced {
+		metrics.Incr(ctx, w.log, metrics.LegFenced, metrics.Service(metrics.ServiceWorker), slog.String("Leg", string(w.kind)))
+	}
 	w.log.LogAttrs(ctx, level, "leg failed",
 		slog.String("transferId", task.TransferID),
+		slog.String("recordKey", task.RecordKey),
 		slog.String("leg", string(w.kind)),
 		slog.String("outcome", name),
 		slog.String("class", class.String()),
@@ -415,6 +458,8 @@ func businessMessage(name string, l ledger.Leg) string {
 		return fmt.Sprintf("Account %s is closed.", l.AccountID)
 	case TypeBalanceLimit:
 		return fmt.Sprintf("Account %s cannot hold a larger balance.", l.AccountID)
+	case TypeForbidden:
+		return fmt.Sprintf("The caller may not debit account %s.", l.AccountID)
 	}
 	return fmt.Sprintf("The ledger refused the %s on account %s.", strings.ToLower(string(l.Kind)), l.AccountID)
 }
