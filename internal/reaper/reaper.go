@@ -343,7 +343,7 @@ func (r *Reaper) handleStatusChange(ctx context.Context, raw json.RawMessage) er
 		return fmt.Errorf("reaper: %w: execution %s: input names transfer %q and record %q",
 			ErrMalformedEvent, d.ExecutionArn, in.TransferID, in.RecordKey)
 	}
-	r.log.InfoContext(ctx, "execution closed", "transferId", d.Name, "executionStatus", d.Status,
+	r.log.InfoContext(ctx, "execution closed", "transferId", d.Name, "recordKey", in.RecordKey, "executionStatus", d.Status,
 		"executionError", deref(d.Error))
 	_, err := r.Settle(ctx, in.RecordKey, d.Name)
 	return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/metrics"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -92,7 +93,7 @@ type cause struct {
 // is read again and settled from the state found. Other errors are
 // returned, wrapped with the transfer id; calling Settle again is safe.
 func (r *Reaper) Settle(ctx context.Context, recordKey, transferID string) (Outcome, error) {
-	log := r.log.With("transferId", transferID)
+	log := r.log.With("transferId", transferID, "recordKey", recordKey)
 	for range maxRounds {
 		rec, found, err := r.read(ctx, recordKey)
 		if err != nil {
@@ -365,6 +366,12 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 		attrs = append(attrs, "failureCode", why.code)
 	}
 	log.InfoContext(ctx, "transfer settled", attrs...)
+	settledMetrics := []metrics.Metric{{Name: metrics.Reaped, Value: 1}}
+	if posted {
+		settledMetrics = append(settledMetrics, metrics.Metric{Name: metrics.Refunded, Value: 1})
+	}
+	metrics.Emit(ctx, log, "settle metrics",
+		[]slog.Attr{metrics.Service(metrics.ServiceReaper), slog.String("Outcome", string(outcome))}, settledMetrics...)
 	return outcome, false, nil
 }
 

@@ -43,6 +43,9 @@ type SweepResult struct {
 	// Found is the number of stuck records taken from the index (at most
 	// Config.SweepLimit).
 	Found int
+	// Reconciling is the number of those records that were RECONCILING: a
+	// reaper fenced them and did not finish settling them.
+	Reconciling int
 	// Outcomes counts the decisions on the records settled without error.
 	Outcomes map[Outcome]int
 	// Errors is the number of records whose settling failed. Each was
@@ -98,6 +101,11 @@ func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 		return res, fmt.Errorf("sweep: %w", err)
 	}
 	res.Found = len(refs)
+	for _, ref := range refs {
+		if ref.Pending == string(idempotency.StatusReconciling) {
+			res.Reconciling++
+		}
+	}
 
 	var errs []error
 	for i, ref := range refs {
@@ -131,7 +139,7 @@ func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 		res.RemainingAtLeast = res.RemainingAtLeast || !complete
 	}
 
-	attrs := []any{"found", res.Found, "errors", res.Errors, "needsAttention", res.NeedsAttention,
+	attrs := []any{"found", res.Found, "reconciling", res.Reconciling, "errors", res.Errors, "needsAttention", res.NeedsAttention,
 		"remaining", res.Remaining, "remainingAtLeast", res.RemainingAtLeast, "stuckBefore", cutoff}
 	for o, n := range res.Outcomes {
 		attrs = append(attrs, string(o), n)
@@ -141,9 +149,10 @@ func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 	for _, n := range res.Outcomes {
 		settledCount += n
 	}
-	metrics.Emit(ctx, r.log, "sweep metrics", []slog.Attr{slog.String("Service", "reaper")},
+	metrics.Emit(ctx, r.log, "sweep metrics", []slog.Attr{metrics.Service(metrics.ServiceReaper)},
 		metrics.Metric{Name: "SweepFound", Value: float64(res.Found)},
-		metrics.Metric{Name: "Swept", Value: float64(settledCount)},
+		metrics.Metric{Name: metrics.Reconciling, Value: float64(res.Reconciling)},
+		metrics.Metric{Name: metrics.Swept, Value: float64(settledCount)},
 		metrics.Metric{Name: "SweepFailed", Value: float64(res.Errors)},
 		metrics.Metric{Name: "NeedsAttention", Value: float64(res.NeedsAttention)},
 		metrics.Metric{Name: "SweepRemaining", Value: float64(res.Remaining)},
@@ -188,7 +197,7 @@ func (r *Reaper) deferRecord(ctx context.Context, ref pendingRef, now time.Time,
 	if attention {
 		level = slog.LevelError
 	}
-	r.log.Log(ctx, level, "transfer deferred to a later sweep", "transferId", ref.ResourceID,
+	r.log.Log(ctx, level, "transfer deferred to a later sweep", "transferId", ref.ResourceID, "recordKey", ref.Key,
 		"sweepAttempts", attempts, "nextSweepIn", backoff.String(), "needsAttention", attention)
 	return attention, nil
 }
