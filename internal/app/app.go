@@ -45,6 +45,7 @@ func Main(build Constructor) {
 		log.Error("load AWS configuration", "error", err)
 		os.Exit(1)
 	}
+	traced(&awsCfg)
 	h, err := build(ctx, os.Getenv, awsCfg, log)
 	if err != nil {
 		log.Error("configure function", "error", err)
