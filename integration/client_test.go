@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/exactlyonce/transfers/internal/spec"
 )
 
 // localAccountID is the account of the local stack's callers.
@@ -129,7 +131,7 @@ func (c *caller) send(ctx context.Context, method, path string, headers http.Hea
 	if err != nil {
 		return reply{}, err
 	}
-	if body != nil {
+	if body != nil && headers.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
@@ -150,7 +152,23 @@ func (c *caller) send(ctx context.Context, method, path string, headers http.Hea
 	if err != nil {
 		return reply{}, fmt.Errorf("%s %s as %s: read body: %w", method, path, c.name, err)
 	}
-	return reply{method: method, path: path, status: resp.StatusCode, header: resp.Header, body: b}, nil
+	r := reply{method: method, path: path, status: resp.StatusCode, header: resp.Header, body: b}
+	if err := conforms(r); err != nil {
+		return reply{}, fmt.Errorf("%s: the answer does not conform to api/openapi.yaml: %w", r, err)
+	}
+	return r, nil
+}
+
+// conforms checks a response against api/openapi.yaml: a declared status,
+// the declared headers and a body matching the declared schema; outside the
+// declared routes, a problem document.
+func conforms(r reply) error {
+	doc, err := spec.Source()
+	if err != nil {
+		return err
+	}
+	path, _, _ := strings.Cut(r.path, "?")
+	return doc.CheckResponse(r.method, path, r.status, r.header, r.body)
 }
 
 // post sends POST /transfers with the given Idempotency-Key and body.
