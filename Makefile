@@ -8,9 +8,15 @@ NPM_MARK := tools/node_modules/.package-lock.json
 SAM_VENV := .tools/sam
 SAM_VERSION := 1.170.0
 CFN_LINT_VERSION := 1.58.0
+# Template linters, in their own venv: checkov's dependencies are not
+# aws-sam-cli's.
+LINT_VENV := .tools/lint
+CFN_LINT_SERVERLESS_VERSION := 0.3.6
+CHECKOV_VERSION := 3.3.30
+ENV ?= dev
 PORT ?= 3000
 
-.PHONY: all deps local test bench chaos lint build sam-validate clean
+.PHONY: all deps local test bench chaos lint lint-template build sam-validate deploy clean
 
 all: lint test build
 
@@ -48,12 +54,17 @@ chaos: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count=1 ./internal/bench/
 
-lint: $(SAM_VENV)/bin/cfn-lint
+lint: lint-template
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags integration ./...
 	$(GO) tool staticcheck -tags integration ./...
-	$(SAM_VENV)/bin/cfn-lint template.yaml
+
+# cfn-lint with the serverless rules, and checkov. Suppressions are in the
+# template's Metadata, each with its reason.
+lint-template: $(LINT_VENV)/bin/checkov
+	$(LINT_VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
+	BC_SKIP_MAPPING=TRUE $(LINT_VENV)/bin/checkov -f template.yaml --framework cloudformation --compact --quiet --skip-download
 
 # Lambda bootstrap binaries for provided.al2023 on arm64, one per function.
 build:
@@ -72,6 +83,18 @@ sam-validate: $(SAM_VENV)/bin/sam
 $(SAM_VENV)/bin/sam $(SAM_VENV)/bin/cfn-lint:
 	python3 -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_VERSION) cfn-lint==$(CFN_LINT_VERSION)
+
+$(LINT_VENV)/bin/checkov $(LINT_VENV)/bin/cfn-lint:
+	python3 -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION) \
+	  cfn-lint-serverless==$(CFN_LINT_SERVERLESS_VERSION) checkov==$(CHECKOV_VERSION)
+
+# Builds and deploys to the environment ENV of samconfig.toml (dev, prod);
+# needs AWS credentials. sam sync has no prod configuration on purpose.
+deploy: $(SAM_VENV)/bin/sam
+	SAM_CLI_TELEMETRY=0 CGO_ENABLED=0 GOFLAGS="-trimpath -tags=lambda.norpc" \
+	  $(SAM_VENV)/bin/sam build --config-env $(ENV)
+	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam deploy --config-env $(ENV)
 
 clean:
 	rm -rf bin .aws-sam .local
