@@ -26,6 +26,7 @@ func (s Status) Terminal() bool { return s == StatusCompleted || s == StatusFail
 // attribute.
 const (
 	AttrKey         = "pk"
+	AttrScope       = "scope"
 	AttrStatus      = "status"
 	AttrResourceID  = "resourceId"
 	AttrPending     = "pending"

@@ -284,7 +284,7 @@ func reasonCode(r types.CancellationReason) string {
 // carry, set or not.
 func isRecordAttribute(name string) bool {
 	switch name {
-	case AttrKey, "scope", AttrStatus, AttrFingerprint, AttrResourceID, "request", AttrCreatedAt,
+	case AttrKey, AttrScope, AttrStatus, AttrFingerprint, AttrResourceID, "request", AttrCreatedAt,
 		AttrExpiresAt, "retentionSeconds", AttrPending, AttrResponse, "executionArn", "updatedAt":
 		return true
 	}

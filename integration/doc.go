@@ -43,8 +43,9 @@
 // environment, SSO, ...); the signing principal is the caller. Those
 // credentials also need dynamodb:PutItem, GetItem and UpdateItem on both
 // tables: test accounts are opened directly in LEDGER_TABLE (ids starting
-// with "it-", left in place afterwards), and the cases that prove nothing
-// was stored read IDEMPOTENCY_TABLE.
+// with "it-", owned by the caller that uses them, left in place
+// afterwards), and the cases that prove nothing was stored read
+// IDEMPOTENCY_TABLE.
 //
 // Optional:
 //   - STATE_MACHINE_ARN: with states:ListExecutions and
@@ -56,6 +57,13 @@
 //     is skipped with its reason.
 //   - MAX_TRANSFER_AMOUNT: the stack's MaxTransferAmount parameter when it
 //     is not the default 100000000.
+//   - ACCOUNT_OWNERSHIP=off: the stack's AccountOwnership parameter when it
+//     is not the default enforce; the cases of account ownership are then
+//     skipped.
+//
+// Every account a case opens belongs to the caller that uses it (its
+// owner is the caller's scope), so the tests run as they would under
+// AccountOwnership=enforce.
 //
 // The case that holds a transfer in progress writes its idempotency record
 // directly and never starts a workflow for it; on a deployed stack the

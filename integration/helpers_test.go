@@ -52,6 +52,8 @@ type book struct {
 type openedAccount struct {
 	currency string
 	balance  int64
+	// owner may read (and debit) the account.
+	owner *caller
 }
 
 // newBook returns an empty book whose accounts are checked for
@@ -63,27 +65,35 @@ func newBook(t *testing.T) *book {
 	return b
 }
 
-// open opens a new account and returns its id.
+// open opens a new account of the first caller and returns its id.
 func (b *book) open(t testing.TB, label, currency string, balance int64) string {
 	t.Helper()
+	return b.openFor(t, tg.first, label, currency, balance)
+}
+
+// openFor opens a new account of c (its owner is c's scope) and returns
+// its id.
+func (b *book) openFor(t testing.TB, c *caller, label, currency string, balance int64) string {
+	t.Helper()
 	id := uniqueID(label)
-	created, err := tg.ledger.OpenAccount(context.Background(), id, currency, balance)
+	created, err := tg.ledger.OpenAccount(context.Background(), id, c.scope, currency, balance)
 	if err != nil {
 		t.Fatalf("open account %s: %v", id, err)
 	}
 	if !created {
 		t.Fatalf("open account %s: it already exists", id)
 	}
-	b.opening[id] = openedAccount{currency: currency, balance: balance}
+	b.opening[id] = openedAccount{currency: currency, balance: balance, owner: c}
 	return id
 }
 
-// balances reads every account of the book through the API.
+// balances reads every account of the book through the API, each as its
+// owner.
 func (b *book) balances(t testing.TB) map[string]accountView {
 	t.Helper()
 	out := make(map[string]accountView, len(b.opening))
 	for _, id := range slices.Sorted(maps.Keys(b.opening)) {
-		out[id] = getAccount(t, tg.first, id)
+		out[id] = getAccount(t, b.opening[id].owner, id)
 	}
 	return out
 }

@@ -37,6 +37,7 @@ const (
 	envStateMachineArn  = "STATE_MACHINE_ARN"
 	envSecondProfile    = "SECOND_AWS_PROFILE"
 	envMaxAmount        = "MAX_TRANSFER_AMOUNT"
+	envOwnership        = "ACCOUNT_OWNERSHIP"
 	envLog              = "INTEGRATION_LOG"
 )
 
@@ -64,6 +65,8 @@ type target struct {
 	// basePath is api's path: the prefix of every Location header.
 	basePath  string
 	maxAmount int64
+	// ownership: the stack's AccountOwnership is enforce.
+	ownership bool
 
 	db           *dynamodb.Client
 	ledger       *ledger.Ledger
@@ -150,7 +153,7 @@ func localTarget(st *stack.Stack) (*target, error) {
 	if machine == "" {
 		return nil, fmt.Errorf("the local stack has no TransferStateMachine (have %v)", st.StateMachines)
 	}
-	t := &target{local: true, api: api, basePath: strings.TrimSuffix(api.Path, "/"), maxAmount: defaultMaxAmount}
+	t := &target{local: true, api: api, basePath: strings.TrimSuffix(api.Path, "/"), maxAmount: defaultMaxAmount, ownership: true}
 	if err := t.useTables(st.AWS, st.Tables["LedgerTable"], st.Tables["IdempotencyTable"]); err != nil {
 		return nil, err
 	}
@@ -186,6 +189,13 @@ func deployedTarget(ctx context.Context, apiURL string) (*target, error) {
 		return nil, errors.New("AWS_REGION is not set: it is the region requests are signed for")
 	}
 	t := &target{api: api, basePath: strings.TrimSuffix(api.Path, "/"), maxAmount: maxAmount}
+	switch v := os.Getenv(envOwnership); v {
+	case "", "enforce":
+		t.ownership = true
+	case "off":
+	default:
+		return nil, fmt.Errorf("%s=%q is not enforce or off", envOwnership, v)
+	}
 	if err := t.useTables(cfg, ledgerTable, recordsTable); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,13 @@
 // Command seed opens accounts with opening balances in a local or deployed
-// stack. Existing accounts are left untouched.
+// stack. Existing accounts are left untouched, their owners too.
 //
-//	seed -stack exactlyonce-transfers demo-alice:EUR:100000 demo-bob:EUR:100000
-//	LEDGER_TABLE=... IDEMPOTENCY_TABLE=... seed acct-1:USD:5000
+//	seed -stack exactlyonce-transfers -owner iam:arn:aws:iam::123456789012:role/Payments demo-alice:EUR:100000 demo-bob:EUR:100000
+//	LEDGER_TABLE=... IDEMPOTENCY_TABLE=... seed acct-1:USD:5000:iam:arn:aws:iam::123456789012:user/alice
+//
+// Every account has an owner: the caller scope that may debit and read it
+// (see internal/seed.Account). An account spec may end in ":OWNER";
+// -owner is the owner of the others, and of the demo accounts (default:
+// the local stack's default caller).
 //
 // Table names come from -ledger-table/-idempotency-table, else the
 // LEDGER_TABLE/IDEMPOTENCY_TABLE environment variables, else the outputs
@@ -40,15 +45,21 @@ func run(ctx context.Context, args []string) error {
 	idemTable := fs.String("idempotency-table", os.Getenv("IDEMPOTENCY_TABLE"), "idempotency table name")
 	stack := fs.String("stack", "", "CloudFormation stack whose outputs name the tables")
 	demo := fs.Bool("demo", false, "open the demo accounts demo-alice and demo-bob (EUR 1,000.00 each)")
+	owner := fs.String("owner", "", "caller scope that owns the accounts without an :OWNER of their own, e.g. iam:arn:aws:iam::123456789012:user/alice (demo accounts: default "+seed.LocalOwner+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	var accounts []seed.Account
 	if *demo {
-		accounts = append(accounts, seed.Demo...)
+		for _, a := range seed.Demo {
+			if *owner != "" {
+				a.Owner = *owner
+			}
+			accounts = append(accounts, a)
+		}
 	}
 	for _, spec := range fs.Args() {
-		a, err := seed.Parse(spec)
+		a, err := seed.Parse(spec, *owner)
 		if err != nil {
 			return err
 		}
@@ -83,7 +94,7 @@ func run(ctx context.Context, args []string) error {
 		if ok {
 			state = "opened"
 		}
-		fmt.Printf("%s %s %d: %s\n", accounts[i].ID, accounts[i].Currency, accounts[i].Balance, state)
+		fmt.Printf("%s %s %d of %s: %s\n", accounts[i].ID, accounts[i].Currency, accounts[i].Balance, accounts[i].Owner, state)
 	}
 	return err
 }

@@ -87,7 +87,8 @@ func newFixture(b *testing.B) *fixture {
 		b.Fatal(err)
 	}
 	for _, id := range []string{"bench-src", "bench-dst"} {
-		if _, err := led.OpenAccount(context.Background(), id, "EUR", 1<<40); err != nil {
+		// The caller's own accounts: ownership is enforced, as deployed.
+		if _, err := led.OpenAccount(context.Background(), id, "iam:"+caller, "EUR", 1<<40); err != nil {
 			b.Fatal(err)
 		}
 	}

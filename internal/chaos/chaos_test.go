@@ -84,11 +84,14 @@ func TestChaos(t *testing.T) {
 		}
 	})
 
+	// Each account belongs to one caller, who alone may debit it.
 	r := newRun(t, h, seed)
 	for i := range accounts {
-		r.open(fmt.Sprintf("acct-%02d", i), currency)
+		r.open(fmt.Sprintf("acct-%02d", i), callers[i%len(callers)], currency)
 	}
-	r.open("usd-00", otherCurrency)
+	for i, c := range callers {
+		r.open(fmt.Sprintf("usd-%02d", i), c, otherCurrency)
+	}
 
 	armFaults(inj)
 	start := time.Now()
@@ -203,6 +206,9 @@ const (
 	wantFound
 	// wantNotFound: GET 404.
 	wantNotFound
+	// wantForbidden: 403 forbidden, a debit of an account that is not
+	// the caller's (or does not exist); nothing is reserved.
+	wantForbidden
 )
 
 // accepted is a key some client got accepted, for duplicates, reuses and
@@ -226,8 +232,9 @@ type run struct {
 	t    *testing.T
 	h    *chaos.Harness
 	seed uint64
-	eur  []string // EUR account ids
-	usd  string
+	eur  []string            // EUR account ids
+	own  map[string][]string // EUR account ids by owner
+	usd  map[string]string   // the USD account of each caller
 
 	mu       sync.Mutex
 	pool     []accepted
@@ -236,18 +243,19 @@ type run struct {
 }
 
 func newRun(t *testing.T, h *chaos.Harness, seed uint64) *run {
-	return &run{t: t, h: h, seed: seed}
+	return &run{t: t, h: h, seed: seed, own: map[string][]string{}, usd: map[string]string{}}
 }
 
-func (r *run) open(id, cur string) {
+func (r *run) open(id, owner, cur string) {
 	r.t.Helper()
-	if err := r.h.OpenAccount(r.t.Context(), id, cur, openingBalance); err != nil {
+	if err := r.h.OpenAccount(r.t.Context(), id, owner, cur, openingBalance); err != nil {
 		r.t.Fatalf("seed %d: %v", r.seed, err)
 	}
 	if cur == currency {
 		r.eur = append(r.eur, id)
+		r.own[owner] = append(r.own[owner], id)
 	} else {
-		r.usd = id
+		r.usd[owner] = id
 	}
 }
 
@@ -335,7 +343,7 @@ func (r *run) client(ctx context.Context, index, n int) {
 			return
 		}
 		key := fmt.Sprintf("k-%d-%d-%d", r.seed, index, i)
-		src, dst := r.twoAccounts(rng)
+		src, dst := r.twoAccounts(rng, caller)
 		req := transfer.Request{SourceAccountID: src, DestinationAccountID: dst, Amount: 1 + rng.Int64N(500), Currency: currency}
 		switch pickOp(rng) {
 		case opNew:
@@ -347,18 +355,27 @@ func (r *run) client(ctx context.Context, index, n int) {
 			r.newTransfer(ctx, caller, key, req, 1)
 		case opUnknownAccount:
 			ghost := fmt.Sprintf("ghost-%d", rng.IntN(3))
-			if rng.IntN(2) == 0 {
+			switch rng.IntN(3) {
+			case 0:
+				// Unknown and another caller's are one answer.
 				req.SourceAccountID = ghost
-			} else {
+				r.post(ctx, caller, key, req.Canonical(), wantForbidden, maxAttempts)
+			case 1:
+				req.SourceAccountID = r.foreignAccount(rng, caller)
+				if req.SourceAccountID == req.DestinationAccountID {
+					req.DestinationAccountID = ghost
+				}
+				r.post(ctx, caller, key, req.Canonical(), wantForbidden, maxAttempts)
+			default:
 				req.DestinationAccountID = ghost
+				r.newTransfer(ctx, caller, key, req, 1)
 			}
-			r.newTransfer(ctx, caller, key, req, 1)
 		case opCurrencyMismatch:
 			switch rng.IntN(3) {
 			case 0:
-				req.DestinationAccountID = r.usd
+				req.DestinationAccountID = r.usd[callers[rng.IntN(len(callers))]]
 			case 1:
-				req.SourceAccountID = r.usd
+				req.SourceAccountID = r.usd[caller]
 			default:
 				req.Currency = otherCurrency
 			}
@@ -391,13 +408,26 @@ func (r *run) client(ctx context.Context, index, n int) {
 	}
 }
 
-func (r *run) twoAccounts(rng *rand.Rand) (string, string) {
-	i := rng.IntN(len(r.eur))
-	j := rng.IntN(len(r.eur) - 1)
-	if j >= i {
-		j++
+// twoAccounts picks a source of caller's and another account as the
+// destination, anyone's.
+func (r *run) twoAccounts(rng *rand.Rand, caller string) (string, string) {
+	own := r.own[caller]
+	src := own[rng.IntN(len(own))]
+	for {
+		if dst := r.eur[rng.IntN(len(r.eur))]; dst != src {
+			return src, dst
+		}
 	}
-	return r.eur[i], r.eur[j]
+}
+
+// foreignAccount picks an EUR account of another caller.
+func (r *run) foreignAccount(rng *rand.Rand, caller string) string {
+	for {
+		other := callers[rng.IntN(len(callers))]
+		if other != caller {
+			return r.own[other][rng.IntN(len(r.own[other]))]
+		}
+	}
 }
 
 // newTransfer posts a new key from `parallel` goroutines at once and
@@ -501,6 +531,8 @@ func (r *run) expect(e chaos.Exchange, w want) {
 		ok = e.Status == http.StatusOK
 	case wantNotFound:
 		ok = e.Status == http.StatusNotFound
+	case wantForbidden:
+		ok = e.Status == http.StatusForbidden && e.Code == chaos.CodeForbidden && e.TransferID == ""
 	}
 	if !ok {
 		r.fail("unexpected answer: %s", e)

@@ -157,9 +157,10 @@ func (h *Harness) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// OpenAccount opens an account and adds it to Opening.
-func (h *Harness) OpenAccount(ctx context.Context, id, currency string, balance int64) error {
-	created, err := h.Ledger.OpenAccount(ctx, id, currency, balance)
+// OpenAccount opens an account of caller (see Scope) and adds it to
+// Opening.
+func (h *Harness) OpenAccount(ctx context.Context, id, caller, currency string, balance int64) error {
+	created, err := h.Ledger.OpenAccount(ctx, id, Scope(caller), currency, balance)
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}

@@ -14,6 +14,10 @@ import (
 // CodeKeyReused is the problem code of a key used with another body.
 const CodeKeyReused = "idempotency_key_reused"
 
+// CodeForbidden is the problem code of a transfer from an account that is
+// not the caller's.
+const CodeForbidden = "forbidden"
+
 // Mismatch is an answer that disagrees with the key's record: an earlier
 // answer of the run or the replay Verify made.
 type Mismatch struct {
@@ -47,8 +51,9 @@ func (v Verification) OK() bool { return v.Report.OK() && len(v.Mismatches) == 0
 // are 202, or agree with the record's outcome (200 COMPLETED, 422 with the
 // stored failure's code) and name its transfer; answers to another body
 // are 422 idempotency_key_reused; a key with no record got no answer but
-// 503 or a failed exchange, which is itself a mismatch (a 503'd request
-// must be retried until it is accepted). Every key that has a record is
+// 403 forbidden (a debit of an account that is not the caller's reserves
+// nothing), 503 or a failed exchange, which is itself a mismatch (a 503'd
+// request must be retried until it is answered). Every key that has a record is
 // posted again with its own request, and the replay must agree with the
 // record and say Idempotent-Replayed: true. Run it after Quiesce.
 func (h *Harness) Verify(ctx context.Context) (Verification, error) {
@@ -93,8 +98,9 @@ func (h *Harness) Verify(ctx context.Context) (Verification, error) {
 		}
 		if !ok {
 			for _, e := range exchanges {
-				if e.Status != http.StatusServiceUnavailable && e.Status != 0 && e.Status != http.StatusBadRequest {
-					mismatch(e, "answered %d, but the key has no record", e.Status)
+				forbidden := e.Status == http.StatusForbidden && e.Code == CodeForbidden
+				if e.Status != http.StatusServiceUnavailable && e.Status != 0 && e.Status != http.StatusBadRequest && !forbidden {
+					mismatch(e, "answered %d %s, but the key has no record", e.Status, e.Code)
 				}
 			}
 			if last := exchanges[len(exchanges)-1]; last.Status == http.StatusServiceUnavailable || last.Status == 0 {

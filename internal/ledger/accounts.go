@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -15,11 +16,16 @@ import (
 // MaxRecentEntries is the largest limit RecentEntries accepts.
 const MaxRecentEntries = 1000
 
-// OpenAccount creates an OPEN account with the given opening balance
-// (minor units, not negative). An existing account is left untouched and
-// reported with created = false.
-func (l *Ledger) OpenAccount(ctx context.Context, accountID, currency string, openingBalance int64) (created bool, err error) {
+// OpenAccount creates an OPEN account of owner, a caller scope as the API
+// computes it (see internal/api), with the given opening balance (minor
+// units, not negative). Only the owner may debit the account or read it
+// when the API enforces ownership. An existing account is left untouched
+// (its owner too) and reported with created = false.
+func (l *Ledger) OpenAccount(ctx context.Context, accountID, owner, currency string, openingBalance int64) (created bool, err error) {
 	if err := checkID("AccountID", accountID, maxIDBytes); err != nil {
+		return false, fmt.Errorf("open account %s: %w", accountID, err)
+	}
+	if err := checkID("Owner", owner, maxRecordKeyBytes); err != nil {
 		return false, fmt.Errorf("open account %s: %w", accountID, err)
 	}
 	if err := checkCurrency("Currency", currency); err != nil {
@@ -32,6 +38,7 @@ func (l *Ledger) OpenAccount(ctx context.Context, accountID, currency string, op
 		PK:        accountPK(accountID),
 		SK:        accountSK,
 		AccountID: accountID,
+		Owner:     owner,
 		Currency:  currency,
 		Balance:   openingBalance,
 		Status:    string(AccountOpen),
@@ -59,6 +66,55 @@ func (l *Ledger) OpenAccount(ctx context.Context, accountID, currency string, op
 		return false, fmt.Errorf("open account %s: %w", accountID, unavailable(err))
 	}
 	return true, nil
+}
+
+// OwnerCheck is the condition that the account exists and belongs to
+// owner, for a transaction of another package to include (the API's
+// reservation of a transfer's key checks it in the same write). On failure
+// it returns nothing (no ALL_OLD), so whoever reads the cancellation learns
+// neither whether the account exists nor whose it is.
+func (l *Ledger) OwnerCheck(accountID, owner string) (types.ConditionCheck, error) {
+	if err := checkID("AccountID", accountID, maxIDBytes); err != nil {
+		return types.ConditionCheck{}, fmt.Errorf("owner check %s: %w", accountID, err)
+	}
+	if err := checkID("Owner", owner, maxRecordKeyBytes); err != nil {
+		return types.ConditionCheck{}, fmt.Errorf("owner check %s: %w", accountID, err)
+	}
+	expr, err := expression.NewBuilder().WithCondition(
+		expression.Name(attrOwner).Equal(expression.Value(owner))).Build()
+	if err != nil {
+		return types.ConditionCheck{}, fmt.Errorf("owner check %s: %w", accountID, err)
+	}
+	return types.ConditionCheck{
+		TableName:                 aws.String(l.ledger),
+		Key:                       key(accountPK(accountID), accountSK),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}, nil
+}
+
+// Attributes of a transfer's idempotency record that fence its legs to its
+// payload (see RecordAttributes).
+const (
+	RecordAttrSource      = "sourceAccountId"
+	RecordAttrDestination = "destinationAccountId"
+	RecordAttrAmount      = "amount"
+	RecordAttrCurrency    = "currency"
+)
+
+// RecordAttributes are the attributes a transfer's idempotency record must
+// carry beside its own, stored when its key is reserved: every leg's fence
+// requires them to equal the leg's accounts, amount and currency, so a leg
+// invoked with a valid transfer id but another payload commits nothing
+// (ErrFenced). A record without them fences every leg.
+func RecordAttributes(source, destination string, amount int64, currency string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		RecordAttrSource:      &types.AttributeValueMemberS{Value: source},
+		RecordAttrDestination: &types.AttributeValueMemberS{Value: destination},
+		RecordAttrAmount:      &types.AttributeValueMemberN{Value: strconv.FormatInt(amount, 10)},
+		RecordAttrCurrency:    &types.AttributeValueMemberS{Value: currency},
+	}
 }
 
 // CloseAccount marks the account CLOSED: it takes no more postings, its

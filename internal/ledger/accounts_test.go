@@ -15,12 +15,12 @@ func TestOpenAccount(t *testing.T) {
 	ctx := context.Background()
 	id := ledgertest.ID("acct")
 	before := time.Now().Add(-time.Second)
-	created, err := env.Ledger.OpenAccount(ctx, id, "EUR", 250)
+	created, err := env.Ledger.OpenAccount(ctx, id, "iam:alice", "EUR", 250)
 	if err != nil || !created {
 		t.Fatalf("OpenAccount = %v, %v; want true, nil", created, err)
 	}
 	want := env.Account(t, id)
-	if want.ID != id || want.Currency != "EUR" || want.Balance != 250 || want.Status != ledger.AccountOpen || want.Version != 0 {
+	if want.ID != id || want.Owner != "iam:alice" || want.Currency != "EUR" || want.Balance != 250 || want.Status != ledger.AccountOpen || want.Version != 0 {
 		t.Errorf("Account = %+v", want)
 	}
 	if want.CreatedAt.Before(before) || want.CreatedAt.After(time.Now().Add(time.Second)) {
@@ -28,7 +28,7 @@ func TestOpenAccount(t *testing.T) {
 	}
 
 	t.Run("existing account is left untouched", func(t *testing.T) {
-		created, err := env.Ledger.OpenAccount(ctx, id, "USD", 999)
+		created, err := env.Ledger.OpenAccount(ctx, id, "iam:mallory", "USD", 999)
 		if err != nil || created {
 			t.Fatalf("OpenAccount again = %v, %v; want false, nil", created, err)
 		}
@@ -38,17 +38,19 @@ func TestOpenAccount(t *testing.T) {
 	})
 
 	invalid := []struct {
-		name, id, currency string
-		balance            int64
-		field              string
+		name, id, owner, currency string
+		balance                   int64
+		field                     string
 	}{
-		{"empty id", "", "USD", 0, "AccountID"},
-		{"bad currency", ledgertest.ID("acct"), "us", 0, "Currency"},
-		{"negative balance", ledgertest.ID("acct"), "USD", -1, "OpeningBalance"},
+		{"empty id", "", "iam:alice", "USD", 0, "AccountID"},
+		{"no owner", ledgertest.ID("acct"), "", "USD", 0, "Owner"},
+		{"owner with a control character", ledgertest.ID("acct"), "iam:\x00", "USD", 0, "Owner"},
+		{"bad currency", ledgertest.ID("acct"), "iam:alice", "us", 0, "Currency"},
+		{"negative balance", ledgertest.ID("acct"), "iam:alice", "USD", -1, "OpeningBalance"},
 	}
 	for _, tc := range invalid {
 		t.Run(tc.name, func(t *testing.T) {
-			created, err := env.Ledger.OpenAccount(ctx, tc.id, tc.currency, tc.balance)
+			created, err := env.Ledger.OpenAccount(ctx, tc.id, tc.owner, tc.currency, tc.balance)
 			var iv *ledger.InvalidInputError
 			if created || !errors.As(err, &iv) || iv.Field != tc.field {
 				t.Fatalf("OpenAccount = %v, %v; want an invalid %s", created, err, tc.field)

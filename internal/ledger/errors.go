@@ -63,13 +63,19 @@ var (
 	// ErrBalanceLimit: a CREDIT or REFUND would take the balance past the
 	// largest amount the ledger represents (math.MaxInt64 minor units).
 	ErrBalanceLimit = &Error{"balance limit exceeded", ClassBusiness}
+	// ErrForbidden: a DEBIT that carries an owner (Leg.Owner) of an
+	// account that is not that owner's, or that does not exist: the two
+	// are one answer, so a caller learns nothing of others' accounts.
+	ErrForbidden = &Error{"account not owned by the transfer's caller", ClassBusiness}
 )
 
 // Terminal failures (ClassTerminal).
 var (
 	// ErrFenced: the idempotency record is missing, belongs to another
-	// transfer, or is in a status that does not allow this leg (DEBIT and
-	// CREDIT need IN_PROGRESS; REFUND needs IN_PROGRESS or RECONCILING).
+	// transfer, holds another payload than the leg's (accounts, amount,
+	// currency; for a leg with an Owner, the caller scope), or is in a
+	// status that does not allow this leg (DEBIT and CREDIT need
+	// IN_PROGRESS; REFUND needs IN_PROGRESS or RECONCILING).
 	ErrFenced = &Error{"transfer fenced", ClassTerminal}
 	// ErrDebitMissing: a CREDIT whose transfer has no matching DEBIT entry
 	// (same transfer, source, destination, amount and currency).

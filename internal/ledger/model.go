@@ -60,6 +60,12 @@ type Leg struct {
 	Amount int64
 	// Currency is the ISO 4217 code, three upper-case letters.
 	Currency string
+	// Owner, when set on a DEBIT, is the caller scope of the transfer
+	// (its idempotency record's scope): the debit commits only if the
+	// account's owner is Owner and the record's scope is Owner too, so a
+	// leg cannot borrow another caller's transfer. A debit of an account
+	// that is not Owner's fails with ErrForbidden. Empty: no owner check.
+	Owner string
 }
 
 // Validate checks the leg without touching DynamoDB. It returns an
@@ -85,6 +91,14 @@ func (l Leg) Validate() error {
 	}
 	if l.Amount <= 0 {
 		return invalid("Amount", "must be a positive number of minor units")
+	}
+	if l.Owner != "" {
+		if l.Kind != Debit {
+			return invalid("Owner", "only a DEBIT checks the account's owner")
+		}
+		if err := checkID("Owner", l.Owner, maxRecordKeyBytes); err != nil {
+			return err
+		}
 	}
 	return checkCurrency("Currency", l.Currency)
 }
@@ -158,7 +172,10 @@ type Entry struct {
 
 // Account is an account with its balance.
 type Account struct {
-	ID       string        `json:"accountId"`
+	ID string `json:"accountId"`
+	// Owner is the caller scope that may debit and read the account (see
+	// internal/api); it is not shown to callers.
+	Owner    string        `json:"-"`
 	Currency string        `json:"currency"`
 	Balance  int64         `json:"balance"`
 	Status   AccountStatus `json:"status"`
@@ -173,6 +190,7 @@ const (
 	attrPK        = "pk"
 	attrSK        = "sk"
 	attrCurrency  = "currency"
+	attrOwner     = "owner"
 	attrBalance   = "balance"
 	attrStatus    = "status"
 	attrVersion   = "version"
@@ -206,6 +224,7 @@ type accountItem struct {
 	PK        string `dynamodbav:"pk"`
 	SK        string `dynamodbav:"sk"`
 	AccountID string `dynamodbav:"accountId"`
+	Owner     string `dynamodbav:"owner"`
 	Currency  string `dynamodbav:"currency"`
 	Balance   int64  `dynamodbav:"balance"`
 	Status    string `dynamodbav:"status"`
@@ -220,6 +239,7 @@ func (it accountItem) account() (Account, error) {
 	}
 	return Account{
 		ID:        it.AccountID,
+		Owner:     it.Owner,
 		Currency:  it.Currency,
 		Balance:   it.Balance,
 		Status:    AccountStatus(it.Status),

@@ -41,14 +41,16 @@ type plan struct {
 
 // Post posts one leg with exactly one TransactWriteItems:
 //
-//   - the idempotency record {pk: RecordKey} has resourceId = TransferID and
-//     status IN_PROGRESS (IN_PROGRESS or RECONCILING for a REFUND, which the
-//     reaper drives after fencing the record);
+//   - the idempotency record {pk: RecordKey} has resourceId = TransferID,
+//     the leg's accounts, amount and currency (RecordAttributes), for a
+//     leg with an Owner the scope Owner, and status IN_PROGRESS
+//     (IN_PROGRESS or RECONCILING for a REFUND, which the reaper drives
+//     after fencing the record);
 //   - the entry (account, transfer, leg) is put if it does not exist;
 //   - the account's balance moves by the signed amount and its version by
-//     one, if it exists, is OPEN, is in the leg's currency and, for a
-//     DEBIT, holds at least the amount (for a CREDIT or REFUND: stays at
-//     most math.MaxInt64);
+//     one, if it exists, is OPEN, is in the leg's currency, for a DEBIT
+//     with an Owner belongs to Owner and, for a DEBIT, holds at least the
+//     amount (for a CREDIT or REFUND: stays at most math.MaxInt64);
 //   - CREDIT: the source's matching DEBIT entry exists and its REFUND entry
 //     does not; REFUND: the source's matching DEBIT entry exists and the
 //     destination's CREDIT entry does not. So a credit never exists without
@@ -127,7 +129,9 @@ func (l *Ledger) plan(leg Leg) (plan, error) {
 	return p, nil
 }
 
-// fenceCheck: the idempotency record allows this leg of this transfer.
+// fenceCheck: the idempotency record allows this leg of this transfer,
+// and the transfer is the leg's: same accounts, amount and currency (see
+// RecordAttributes) and, for a leg with an Owner, the same caller scope.
 func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
 	status := expression.Name(idempotency.AttrStatus)
 	inProgress := expression.Value(string(idempotency.StatusInProgress))
@@ -135,7 +139,16 @@ func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
 	if leg.Kind == Refund {
 		allowed = status.In(inProgress, expression.Value(string(idempotency.StatusReconciling)))
 	}
-	cond := allowed.And(expression.Name(idempotency.AttrResourceID).Equal(expression.Value(leg.TransferID)))
+	cond := allowed.And(
+		expression.Name(idempotency.AttrResourceID).Equal(expression.Value(leg.TransferID)),
+		expression.Name(RecordAttrSource).Equal(expression.Value(leg.source())),
+		expression.Name(RecordAttrDestination).Equal(expression.Value(leg.destination())),
+		expression.Name(RecordAttrAmount).Equal(expression.Value(leg.Amount)),
+		expression.Name(RecordAttrCurrency).Equal(expression.Value(leg.Currency)),
+	)
+	if leg.Owner != "" {
+		cond = cond.And(expression.Name(idempotency.AttrScope).Equal(expression.Value(leg.Owner)))
+	}
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("build fence condition: %w", err)
@@ -183,6 +196,9 @@ func (l *Ledger) accountUpdate(leg Leg) (types.TransactWriteItem, error) {
 		// A refund returns money to where it came from, so closing an
 		// account never strands a transfer's debit in flight.
 		cond = cond.And(expression.Name(attrStatus).Equal(expression.Value(string(AccountOpen))))
+	}
+	if leg.Owner != "" {
+		cond = cond.And(expression.Name(attrOwner).Equal(expression.Value(leg.Owner)))
 	}
 	if leg.Kind == Debit {
 		cond = cond.And(expression.Name(attrBalance).GreaterThanEqual(expression.Value(leg.Amount)))
@@ -354,12 +370,24 @@ func fenceError(leg Leg, item map[string]types.AttributeValue) error {
 	if len(item) == 0 {
 		return fmt.Errorf("%w: idempotency record not found", ErrFenced)
 	}
-	var rec idempotency.Record
+	var rec struct {
+		idempotency.Record
+		Source      string `dynamodbav:"sourceAccountId"`
+		Destination string `dynamodbav:"destinationAccountId"`
+		Amount      int64  `dynamodbav:"amount"`
+		Currency    string `dynamodbav:"currency"`
+	}
 	if err := attributevalue.UnmarshalMap(item, &rec); err != nil {
 		return fmt.Errorf("%w: idempotency record unreadable: %v", ErrFenced, err)
 	}
-	if rec.ResourceID != leg.TransferID {
+	switch {
+	case rec.ResourceID != leg.TransferID:
 		return fmt.Errorf("%w: idempotency record belongs to another transfer", ErrFenced)
+	case rec.Source != leg.source() || rec.Destination != leg.destination() ||
+		rec.Amount != leg.Amount || rec.Currency != leg.Currency:
+		return fmt.Errorf("%w: the leg's accounts, amount or currency are not the transfer's", ErrFenced)
+	case leg.Owner != "" && rec.Scope != leg.Owner:
+		return fmt.Errorf("%w: the leg's owner is not the transfer's caller", ErrFenced)
 	}
 	return fmt.Errorf("%w: idempotency record is %s", ErrFenced, rec.Status)
 }
@@ -385,6 +413,11 @@ func debitError(leg Leg, item map[string]types.AttributeValue) error {
 // account as it was (ALL_OLD).
 func accountError(leg Leg, item map[string]types.AttributeValue) error {
 	if len(item) == 0 {
+		if leg.Owner != "" {
+			// Whether another caller's account exists is not the
+			// caller's to learn.
+			return fmt.Errorf("account %s: %w", leg.AccountID, ErrForbidden)
+		}
 		return fmt.Errorf("account %s: %w", leg.AccountID, ErrAccountNotFound)
 	}
 	var it accountItem
@@ -392,6 +425,9 @@ func accountError(leg Leg, item map[string]types.AttributeValue) error {
 		return unavailable(fmt.Errorf("decode account %s: %w", leg.AccountID, err))
 	}
 	switch {
+	case leg.Owner != "" && it.Owner != leg.Owner:
+		// First: nothing else of another caller's account is told.
+		return fmt.Errorf("account %s: %w", leg.AccountID, ErrForbidden)
 	case it.Currency != leg.Currency:
 		return fmt.Errorf("account %s: %w: the account holds %s, the transfer is in %s",
 			leg.AccountID, ErrCurrencyMismatch, it.Currency, leg.Currency)

@@ -193,7 +193,7 @@ func (e *env) newTransfer(t *testing.T, reference string, age time.Duration) fix
 		id      string
 		balance int64
 	}{{f.src, openingBalance}, {f.dst, 0}} {
-		if created, err := e.ledger.OpenAccount(ctx, a.id, currency, a.balance); err != nil || !created {
+		if created, err := e.ledger.OpenAccount(ctx, a.id, callerScope, currency, a.balance); err != nil || !created {
 			t.Fatalf("OpenAccount(%s) = %v, %v", a.id, created, err)
 		}
 	}
@@ -202,17 +202,28 @@ func (e *env) newTransfer(t *testing.T, reference string, age time.Duration) fix
 	return f
 }
 
-// reserve reserves a fresh key for request, createdAt age ago.
+// callerScope is the scope of the transfers' caller, the accounts' owner.
+const callerScope = "caller"
+
+// reserve reserves a fresh key for request, createdAt age ago, with the
+// transfer's payload in the record as the orchestrator stores it (none
+// when request is not a transfer).
 func (e *env) reserve(t *testing.T, request []byte, age time.Duration) idempotency.Record {
 	t.Helper()
 	store := idempotency.NewStore(e.db, e.tables["IdempotencyTable"],
 		idempotency.WithClock(func() time.Time { return time.Now().Add(-age) }))
+	var attrs map[string]types.AttributeValue
+	var req transfer.Request
+	if json.Unmarshal(request, &req) == nil {
+		attrs = ledger.RecordAttributes(req.SourceAccountID, req.DestinationAccountID, req.Amount, req.Currency)
+	}
 	rec, created, err := store.Reserve(testContext(t), idempotency.Reservation{
-		Scope:       "caller",
+		Scope:       callerScope,
 		Key:         ledgertest.ID("key"),
 		Fingerprint: idempotency.Fingerprint(request),
 		ResourceID:  ledgertest.ID("tr"),
 		Request:     request,
+		Attributes:  attrs,
 	})
 	if err != nil || !created {
 		t.Fatalf("Reserve = %v, %v; want a new record", created, err)

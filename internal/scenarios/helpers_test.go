@@ -131,10 +131,11 @@ func (s *suite) begin(t *testing.T, currency string) *scenario {
 		accounts: map[string]bool{}, transfers: map[string]string{}, failedBefore: len(s.h.Stack.FailedInvocations())}
 }
 
-// open opens an account in the scenario's currency.
+// open opens an account of the scenarios' caller in the scenario's
+// currency.
 func (sc *scenario) open(id string, balance int64) string {
 	sc.t.Helper()
-	if err := sc.h.OpenAccount(sc.ctx, id, sc.currency, balance); err != nil {
+	if err := sc.h.OpenAccount(sc.ctx, id, caller, sc.currency, balance); err != nil {
 		sc.t.Fatal(err)
 	}
 	sc.accounts[id] = true

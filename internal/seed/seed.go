@@ -13,22 +13,42 @@ import (
 
 // Account is an account to open.
 type Account struct {
-	ID       string
+	ID string
+	// Owner is the caller scope that may debit and read the account, as
+	// the API computes it: "iam:" and the caller's IAM ARN (an assumed
+	// role's role ARN, or its session ARN with ScopeBySession=true),
+	// "cognito-user:" and a subject, "authorizer:" and a principal id.
+	Owner    string
 	Currency string
 	Balance  int64
 }
 
-// Demo are the accounts a local stack starts with: EUR 1,000.00 each.
+// LocalOwner is the scope of the local stack's default caller: IAM user
+// "local" of account 123456789012, the identity the local API Gateway
+// gives a request without an Authorization header or with
+// "Authorization: Bearer local" (internal/local/apigw).
+const LocalOwner = "iam:arn:aws:iam::123456789012:user/local"
+
+// Demo are the accounts a local stack starts with: EUR 1,000.00 each, of
+// the default local caller.
 var Demo = []Account{
-	{ID: "demo-alice", Currency: "EUR", Balance: 100000},
-	{ID: "demo-bob", Currency: "EUR", Balance: 100000},
+	{ID: "demo-alice", Owner: LocalOwner, Currency: "EUR", Balance: 100000},
+	{ID: "demo-bob", Owner: LocalOwner, Currency: "EUR", Balance: 100000},
 }
 
-// Parse reads "ID:CURRENCY:BALANCE", the balance in minor units.
-func Parse(spec string) (Account, error) {
-	parts := strings.Split(spec, ":")
-	if len(parts) != 3 {
-		return Account{}, fmt.Errorf("account %q: want ID:CURRENCY:BALANCE, e.g. demo-alice:EUR:100000", spec)
+// Parse reads "ID:CURRENCY:BALANCE[:OWNER]", the balance in minor units.
+// OWNER is a caller scope and may itself contain colons; without it the
+// account's Owner is owner.
+func Parse(spec, owner string) (Account, error) {
+	parts := strings.SplitN(spec, ":", 4)
+	if len(parts) < 3 {
+		return Account{}, fmt.Errorf("account %q: want ID:CURRENCY:BALANCE[:OWNER], e.g. demo-alice:EUR:100000", spec)
+	}
+	if len(parts) == 4 {
+		owner = parts[3]
+	}
+	if owner == "" {
+		return Account{}, fmt.Errorf("account %q: no owner: append :OWNER (a caller scope such as iam:arn:aws:iam::123456789012:user/alice) or set one for all accounts", spec)
 	}
 	bal, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil || bal < 0 {
@@ -40,12 +60,12 @@ func Parse(spec string) (Account, error) {
 	if parts[0] == "" {
 		return Account{}, fmt.Errorf("account %q: empty account id", spec)
 	}
-	return Account{ID: parts[0], Currency: parts[1], Balance: bal}, nil
+	return Account{ID: parts[0], Owner: owner, Currency: parts[1], Balance: bal}, nil
 }
 
 // Opener opens accounts.
 type Opener interface {
-	OpenAccount(ctx context.Context, accountID, currency string, openingBalance int64) (bool, error)
+	OpenAccount(ctx context.Context, accountID, owner, currency string, openingBalance int64) (bool, error)
 }
 
 var _ Opener = (*ledger.Ledger)(nil)
@@ -56,7 +76,7 @@ var _ Opener = (*ledger.Ledger)(nil)
 func Open(ctx context.Context, o Opener, accounts []Account) ([]bool, error) {
 	created := make([]bool, 0, len(accounts))
 	for _, a := range accounts {
-		ok, err := o.OpenAccount(ctx, a.ID, a.Currency, a.Balance)
+		ok, err := o.OpenAccount(ctx, a.ID, a.Owner, a.Currency, a.Balance)
 		if err != nil {
 			return created, fmt.Errorf("open %s: %w", a.ID, err)
 		}

@@ -53,12 +53,24 @@ var seq atomic.Int64
 // ID returns an identifier unique within the test binary.
 func ID(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
 
-// OpenAccount opens an account and fails the test unless it was created.
+// Owner is the caller scope that owns the accounts OpenAccount opens and
+// the transfers NewTransfer makes.
+const Owner = "iam:arn:aws:iam::123456789012:user/ledgertest"
+
+// OpenAccount opens an account of Owner and fails the test unless it was
+// created.
 func (e *Env) OpenAccount(t testing.TB, id, currency string, balance int64) {
 	t.Helper()
-	created, err := e.Ledger.OpenAccount(context.Background(), id, currency, balance)
+	e.OpenAccountOf(t, id, Owner, currency, balance)
+}
+
+// OpenAccountOf opens an account of owner and fails the test unless it was
+// created.
+func (e *Env) OpenAccountOf(t testing.TB, id, owner, currency string, balance int64) {
+	t.Helper()
+	created, err := e.Ledger.OpenAccount(context.Background(), id, owner, currency, balance)
 	if err != nil || !created {
-		t.Fatalf("OpenAccount(%s, %s, %d) = %v, %v; want true, nil", id, currency, balance, created, err)
+		t.Fatalf("OpenAccount(%s, %s, %s, %d) = %v, %v; want true, nil", id, owner, currency, balance, created, err)
 	}
 }
 
@@ -78,8 +90,9 @@ func (e *Env) Balance(t testing.TB, id string) int64 {
 	return e.Account(t, id).Balance
 }
 
-// SetRecord puts the idempotency record key with the given status for the
-// transfer, replacing any record of that key.
+// SetRecord sets the status and the transfer of the idempotency record
+// key, creating the record if there is none; the rest of it (the
+// transfer's payload attributes, its scope) is kept.
 func (e *Env) SetRecord(t testing.TB, key string, status idempotency.Status, transferID string) {
 	t.Helper()
 	if err := e.PutRecord(context.Background(), key, status, transferID); err != nil {
@@ -89,22 +102,23 @@ func (e *Env) SetRecord(t testing.TB, key string, status idempotency.Status, tra
 
 // PutRecord is SetRecord for goroutines that may not stop the test.
 func (e *Env) PutRecord(ctx context.Context, key string, status idempotency.Status, transferID string) error {
-	item, err := attributevalue.MarshalMap(idempotency.Record{
-		Key:        key,
-		Scope:      "test",
-		Status:     status,
-		ResourceID: transferID,
-		CreatedAt:  "2026-01-01T00:00:00.000Z",
-		ExpiresAt:  1893456000,
-	})
-	if err != nil {
-		return fmt.Errorf("marshal record: %w", err)
-	}
-	if _, err := e.Client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(e.IdempotencyTable),
-		Item:      item,
+	if _, err := e.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(e.IdempotencyTable),
+		Key:              map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: key}},
+		UpdateExpression: aws.String("SET #status = :status, #resourceId = :id, #scope = if_not_exists(#scope, :scope), #createdAt = if_not_exists(#createdAt, :createdAt), #expiresAt = :expiresAt"),
+		ExpressionAttributeNames: map[string]string{
+			"#status": idempotency.AttrStatus, "#resourceId": idempotency.AttrResourceID, "#scope": idempotency.AttrScope,
+			"#createdAt": idempotency.AttrCreatedAt, "#expiresAt": idempotency.AttrExpiresAt,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":status":    &types.AttributeValueMemberS{Value: string(status)},
+			":id":        &types.AttributeValueMemberS{Value: transferID},
+			":scope":     &types.AttributeValueMemberS{Value: Owner},
+			":createdAt": &types.AttributeValueMemberS{Value: "2026-01-01T00:00:00.000Z"},
+			":expiresAt": &types.AttributeValueMemberN{Value: "1893456000"},
+		},
 	}); err != nil {
-		return fmt.Errorf("put record %s: %w", key, err)
+		return fmt.Errorf("set record %s: %w", key, err)
 	}
 	return nil
 }
@@ -122,8 +136,10 @@ func (e *Env) DeleteRecord(t testing.TB, key string) {
 
 // Transfer is a transfer under test.
 type Transfer struct {
-	ID          string
-	RecordKey   string
+	ID        string
+	RecordKey string
+	// Scope is the caller scope its record holds: Owner.
+	Scope       string
 	Source      string
 	Destination string
 	Amount      int64
@@ -148,20 +164,66 @@ func (tr Transfer) Leg(k ledger.Kind) ledger.Leg {
 	return l
 }
 
-// NewTransfer returns a transfer with fresh ids whose idempotency record is
-// IN_PROGRESS.
+// NewTransfer returns a transfer of Owner with fresh ids whose idempotency
+// record is IN_PROGRESS and carries the transfer's payload
+// (ledger.RecordAttributes), as the API stores it.
 func (e *Env) NewTransfer(t testing.TB, source, destination string, amount int64, currency string) Transfer {
 	t.Helper()
 	tr := Transfer{
 		ID:          ID("tr"),
 		RecordKey:   ID("key"),
+		Scope:       Owner,
 		Source:      source,
 		Destination: destination,
 		Amount:      amount,
 		Currency:    currency,
 	}
-	e.SetRecord(t, tr.RecordKey, idempotency.StatusInProgress, tr.ID)
+	item, err := attributevalue.MarshalMap(idempotency.Record{
+		Key:        tr.RecordKey,
+		Scope:      tr.Scope,
+		Status:     idempotency.StatusInProgress,
+		ResourceID: tr.ID,
+		CreatedAt:  "2026-01-01T00:00:00.000Z",
+		ExpiresAt:  1893456000,
+	})
+	if err != nil {
+		t.Fatalf("marshal record: %v", err)
+	}
+	maps.Copy(item, ledger.RecordAttributes(source, destination, amount, currency))
+	if _, err := e.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(e.IdempotencyTable),
+		Item:      item,
+	}); err != nil {
+		t.Fatalf("put record %s: %v", tr.RecordKey, err)
+	}
 	return tr
+}
+
+// SetPayload stores tr's accounts, amount and currency in its record, as
+// if its key had been reserved for them: the fence then lets legs of that
+// payload through, to the ledger's other conditions.
+func (e *Env) SetPayload(t testing.TB, tr Transfer) {
+	t.Helper()
+	set := "SET"
+	names, values := map[string]string{}, map[string]types.AttributeValue{}
+	i := 0
+	for name, v := range ledger.RecordAttributes(tr.Source, tr.Destination, tr.Amount, tr.Currency) {
+		if i > 0 {
+			set += ","
+		}
+		set += fmt.Sprintf(" #a%d = :v%d", i, i)
+		names[fmt.Sprintf("#a%d", i)], values[fmt.Sprintf(":v%d", i)] = name, v
+		i++
+	}
+	if _, err := e.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(e.IdempotencyTable),
+		Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: tr.RecordKey}},
+		UpdateExpression:          aws.String(set),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}); err != nil {
+		t.Fatalf("set the payload of %s: %v", tr.RecordKey, err)
+	}
 }
 
 // Post posts the transfer's leg and fails the test on any error.

@@ -1,0 +1,212 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/ledger/ledgertest"
+)
+
+const mallory = "iam:arn:aws:iam::123456789012:user/mallory"
+
+// A leg invoked with a valid transfer id but another payload than the
+// transfer's (its record's) commits nothing: the fence compares accounts,
+// amount and currency.
+func TestPostPayloadFenced(t *testing.T) {
+	env := ledgertest.New(t)
+	edits := []struct {
+		name string
+		edit func(t *testing.T, tr ledgertest.Transfer) ledgertest.Transfer
+	}{
+		{"larger amount", func(_ *testing.T, tr ledgertest.Transfer) ledgertest.Transfer { tr.Amount++; return tr }},
+		{"smaller amount", func(_ *testing.T, tr ledgertest.Transfer) ledgertest.Transfer { tr.Amount--; return tr }},
+		{"another currency", func(t *testing.T, tr ledgertest.Transfer) ledgertest.Transfer {
+			tr.Currency = "EUR"
+			return tr
+		}},
+		{"another destination", func(t *testing.T, tr ledgertest.Transfer) ledgertest.Transfer {
+			tr.Destination = ledgertest.ID("thief")
+			env.OpenAccount(t, tr.Destination, "USD", 0)
+			return tr
+		}},
+		{"another source", func(t *testing.T, tr ledgertest.Transfer) ledgertest.Transfer {
+			tr.Source = ledgertest.ID("victim")
+			env.OpenAccount(t, tr.Source, "USD", 100000)
+			return tr
+		}},
+	}
+	for _, kind := range ledger.Kinds {
+		for _, e := range edits {
+			t.Run(string(kind)+"/"+e.name, func(t *testing.T) {
+				tr := transferFixture(t, env)
+				if kind != ledger.Debit {
+					env.Post(t, tr, ledger.Debit)
+				}
+				forged := e.edit(t, tr)
+				before := env.Snapshot(t)
+				got, err := env.Ledger.Post(context.Background(), forged.Leg(kind))
+				if !errors.Is(err, ledger.ErrFenced) {
+					t.Fatalf("Post = %+v, %v; want ErrFenced", got, err)
+				}
+				if kind == ledger.Debit {
+					if _, err := env.Ledger.Void(context.Background(), forged.Leg(kind), "InsufficientFunds", "x"); !errors.Is(err, ledger.ErrFenced) {
+						t.Fatalf("Void = %v; want ErrFenced", err)
+					}
+				}
+				if d := before.Diff(env.Snapshot(t)); d != "" {
+					t.Errorf("a leg with another payload wrote:\n%s", d)
+				}
+				// The transfer's own leg still goes through.
+				env.Post(t, tr, kind)
+			})
+		}
+	}
+}
+
+// A debit that carries an owner commits only on an account of that owner,
+// under a transfer of that owner.
+func TestDebitOwner(t *testing.T) {
+	env := ledgertest.New(t)
+	cases := []struct {
+		name string
+		// setup opens the source (and the destination) and returns the
+		// transfer, whose record's scope is ledgertest.Owner.
+		setup func(t *testing.T) ledgertest.Transfer
+		owner string
+		want  error
+	}{
+		{name: "the owner's account", owner: ledgertest.Owner, setup: func(t *testing.T) ledgertest.Transfer {
+			return transferFixture(t, env)
+		}},
+		{name: "no owner on the leg: not checked", owner: "", setup: func(t *testing.T) ledgertest.Transfer {
+			src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+			env.OpenAccountOf(t, src, mallory, "USD", 1000)
+			env.OpenAccount(t, dst, "USD", 0)
+			return env.NewTransfer(t, src, dst, 300, "USD")
+		}},
+		{name: "another caller's account", owner: ledgertest.Owner, want: ledger.ErrForbidden, setup: func(t *testing.T) ledgertest.Transfer {
+			src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+			env.OpenAccountOf(t, src, mallory, "USD", 1000)
+			env.OpenAccount(t, dst, "USD", 0)
+			return env.NewTransfer(t, src, dst, 300, "USD")
+		}},
+		{name: "another caller's account without the funds", owner: ledgertest.Owner, want: ledger.ErrForbidden, setup: func(t *testing.T) ledgertest.Transfer {
+			src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+			env.OpenAccountOf(t, src, mallory, "GBP", 1)
+			env.OpenAccount(t, dst, "USD", 0)
+			return env.NewTransfer(t, src, dst, 300, "USD")
+		}},
+		{name: "an account that does not exist", owner: ledgertest.Owner, want: ledger.ErrForbidden, setup: func(t *testing.T) ledgertest.Transfer {
+			dst := ledgertest.ID("dst")
+			env.OpenAccount(t, dst, "USD", 0)
+			return env.NewTransfer(t, ledgertest.ID("ghost"), dst, 300, "USD")
+		}},
+		{name: "the leg's owner is not the transfer's caller", owner: mallory, want: ledger.ErrFenced, setup: func(t *testing.T) ledgertest.Transfer {
+			src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+			env.OpenAccountOf(t, src, mallory, "USD", 1000)
+			env.OpenAccount(t, dst, "USD", 0)
+			return env.NewTransfer(t, src, dst, 300, "USD")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := tc.setup(t)
+			leg := tr.Leg(ledger.Debit)
+			leg.Owner = tc.owner
+			before := env.Snapshot(t)
+			got, err := env.Ledger.Post(context.Background(), leg)
+			if tc.want == nil {
+				if err != nil || got.Amount != -tr.Amount {
+					t.Fatalf("Post = %+v, %v; want the debit", got, err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Post = %+v, %v; want %v", got, err, tc.want)
+			}
+			if errors.Is(tc.want, ledger.ErrForbidden) && !ledger.IsBusiness(err) {
+				t.Errorf("ErrForbidden is %v, want a business rejection", ledger.ClassOf(err))
+			}
+			if d := before.Diff(env.Snapshot(t)); d != "" {
+				t.Errorf("a refused debit wrote:\n%s", d)
+			}
+			if !errors.Is(tc.want, ledger.ErrForbidden) {
+				return
+			}
+			// The rejection is made final like any other.
+			res, err := env.Ledger.Void(context.Background(), leg, "Forbidden", "no")
+			if err != nil || res.Committed != nil || res.Reason != "Forbidden" {
+				t.Fatalf("Void = %+v, %v; want the rejection stored", res, err)
+			}
+			if _, err := env.Ledger.Post(context.Background(), tr.Leg(ledger.Debit)); !errors.Is(err, ledger.ErrVoided) {
+				t.Fatalf("a debit after the void = %v, want ErrVoided", err)
+			}
+		})
+	}
+}
+
+func TestOwnerOnlyOnDebit(t *testing.T) {
+	env := ledgertest.New(t)
+	tr := transferFixture(t, env)
+	for _, kind := range []ledger.Kind{ledger.Credit, ledger.Refund} {
+		t.Run(string(kind), func(t *testing.T) {
+			leg := tr.Leg(kind)
+			leg.Owner = ledgertest.Owner
+			var iv *ledger.InvalidInputError
+			if _, err := env.Ledger.Post(context.Background(), leg); !errors.As(err, &iv) || iv.Field != "Owner" {
+				t.Fatalf("Post = %v, want an invalid Owner", err)
+			}
+		})
+	}
+}
+
+// OwnerCheck is a condition another package's transaction includes: it
+// holds for the owner only, and a failure returns nothing of the account.
+func TestOwnerCheck(t *testing.T) {
+	env := ledgertest.New(t)
+	id := ledgertest.ID("acct")
+	env.OpenAccount(t, id, "USD", 10)
+	cases := []struct {
+		name, account, owner string
+		wantOK               bool
+	}{
+		{"owner", id, ledgertest.Owner, true},
+		{"another caller", id, mallory, false},
+		{"unknown account", ledgertest.ID("ghost"), ledgertest.Owner, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			check, err := env.Ledger.OwnerCheck(tc.account, tc.owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = env.Client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{
+				TransactItems: []types.TransactWriteItem{{ConditionCheck: &check}},
+			})
+			if tc.wantOK {
+				if err != nil {
+					t.Fatalf("the owner's check failed: %v", err)
+				}
+				return
+			}
+			var tce *types.TransactionCanceledException
+			if !errors.As(err, &tce) || len(tce.CancellationReasons) != 1 ||
+				aws.ToString(tce.CancellationReasons[0].Code) != "ConditionalCheckFailed" {
+				t.Fatalf("err = %v, want the condition to fail", err)
+			}
+			if item := tce.CancellationReasons[0].Item; len(item) != 0 {
+				t.Errorf("the failed check returned the account %v", item)
+			}
+		})
+	}
+	var iv *ledger.InvalidInputError
+	if _, err := env.Ledger.OwnerCheck(id, ""); !errors.As(err, &iv) || iv.Field != "Owner" {
+		t.Errorf("OwnerCheck without an owner = %v, want an invalid Owner", err)
+	}
+}
