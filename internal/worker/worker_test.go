@@ -96,7 +96,20 @@ func taskOf(tr ledgertest.Transfer) worker.Task {
 		DestinationAccountID: tr.Destination,
 		Amount:               tr.Amount,
 		Currency:             tr.Currency,
+		Scope:                tr.Scope,
 	}
+}
+
+const mallory = "iam:arn:aws:iam::123456789012:user/mallory"
+
+// ofMallory opens a source of mallory's (1000 USD) and a destination and
+// starts a 300 USD transfer of ledgertest.Owner between them.
+func ofMallory(t *testing.T, env *ledgertest.Env) worker.Task {
+	t.Helper()
+	src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+	env.OpenAccountOf(t, src, mallory, "USD", 1000)
+	env.OpenAccount(t, dst, "USD", 0)
+	return taskOf(env.NewTransfer(t, src, dst, 300, "USD"))
 }
 
 type scenario struct {
@@ -107,6 +120,8 @@ type scenario struct {
 	setup func(t *testing.T, env *ledgertest.Env) worker.Task
 	// broken runs the worker on a ledger whose tables do not exist.
 	broken bool
+	// owned runs the worker with worker.EnforceOwnership.
+	owned bool
 	// wantType is the errorType; "" means success.
 	wantType string
 	// wantRejected is the code of a rejected debit's answer; its slot
@@ -220,6 +235,43 @@ func scenarios() []scenario {
 			}},
 		{name: "ledger unavailable", kind: ledger.Debit, setup: standard(), broken: true,
 			wantType: worker.TypeLedgerUnavailable, wantMessage: "temporarily unavailable"},
+		{name: "debit with another amount than its transfer", kind: ledger.Debit, wantType: worker.TypeTransferFenced, wantMessage: "not the transfer's",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				task := standard()(t, env)
+				task.Amount = 999
+				return task
+			}},
+		{name: "credit to another account than its transfer's", kind: ledger.Credit, wantType: worker.TypeTransferFenced, wantMessage: "not the transfer's",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				task := standard(ledger.Debit)(t, env)
+				task.DestinationAccountID = ledgertest.ID("thief")
+				env.OpenAccount(t, task.DestinationAccountID, "USD", 0)
+				return task
+			}},
+		{name: "owned debit of the caller's account", kind: ledger.Debit, owned: true, setup: standard(), wantOutcome: "committed"},
+		{name: "debit of another caller's account, ownership off", kind: ledger.Debit, setup: ofMallory, wantOutcome: "committed"},
+		{name: "owned debit of another caller's account", kind: ledger.Debit, owned: true, setup: ofMallory,
+			wantRejected: worker.TypeForbidden, wantOutcome: "rejected", wantMessage: "may not debit"},
+		{name: "owned debit of an unknown account", kind: ledger.Debit, owned: true,
+			wantRejected: worker.TypeForbidden, wantOutcome: "rejected", wantMessage: "may not debit",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				dst := ledgertest.ID("dst")
+				env.OpenAccount(t, dst, "USD", 0)
+				return taskOf(env.NewTransfer(t, ledgertest.ID("ghost"), dst, 300, "USD"))
+			}},
+		{name: "owned debit under another caller's transfer", kind: ledger.Debit, owned: true, wantType: worker.TypeTransferFenced, wantMessage: "owner",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				task := ofMallory(t, env)
+				task.Scope = mallory
+				return task
+			}},
+		{name: "owned debit without a scope", kind: ledger.Debit, owned: true, wantType: worker.TypeInvalidTask, wantMessage: "scope",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				task := standard()(t, env)
+				task.Scope = ""
+				return task
+			}},
+		{name: "owned credit ignores the scope", kind: ledger.Credit, owned: true, setup: standard(ledger.Debit), wantOutcome: "committed"},
 	}
 }
 
@@ -233,7 +285,11 @@ func newWorker(t *testing.T, env *ledgertest.Env, sc scenario, logs *logBuffer) 
 		}
 		poster = l
 	}
-	w, err := worker.New(sc.kind, poster, slog.New(slog.NewJSONHandler(logs, nil)))
+	var opts []worker.Option
+	if sc.owned {
+		opts = append(opts, worker.EnforceOwnership())
+	}
+	w, err := worker.New(sc.kind, poster, slog.New(slog.NewJSONHandler(logs, nil)), opts...)
 	if err != nil {
 		t.Fatalf("worker.New: %v", err)
 	}
