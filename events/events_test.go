@@ -1138,7 +1138,9 @@ func newLedgerParts(t *testing.T, accounts []account) ledgerParts {
 	p := ledgerParts{client: client, tables: tables}
 	p.ledger = p.newLedger(t, client)
 	for _, a := range accounts {
-		created, err := p.ledger.OpenAccount(t.Context(), a.id, a.currency, a.balance)
+		// The accounts belong to the samples' caller (internal/api scopes
+		// an IAM caller as "iam:" + its ARN).
+		created, err := p.ledger.OpenAccount(t.Context(), a.id, "iam:arn:aws:iam::123456789012:user/payments-app", a.currency, a.balance)
 		if err != nil || !created {
 			t.Fatalf("OpenAccount(%s, %s, %d) = %v, %v; want a new account", a.id, a.currency, a.balance, created, err)
 		}
@@ -1187,6 +1189,7 @@ func (p ledgerParts) reserve(t *testing.T, input string) {
 	store := idempotency.NewStore(p.client, p.tables["IdempotencyTable"], idempotency.WithClock(func() time.Time { return created }))
 	rec, ok, err := store.Reserve(t.Context(), idempotency.Reservation{
 		Scope: scope, Key: key, Fingerprint: idempotency.Fingerprint(canonical), ResourceID: in.TransferID, Request: canonical,
+		Attributes: ledger.RecordAttributes(req.SourceAccountID, req.DestinationAccountID, req.Amount, req.Currency),
 	})
 	if err != nil || !ok {
 		t.Fatalf("Reserve = %v, %v; want a new record", ok, err)

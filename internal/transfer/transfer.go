@@ -51,6 +51,10 @@ type WorkflowInput struct {
 	// leg workers turn it into the record's expiry (the workflow has no
 	// clock to compute one).
 	RetentionSeconds int64 `json:"retentionSeconds"`
+	// Scope is the caller scope of the record: the debit requires the
+	// source account to be this caller's (worker.Task.Scope), and the
+	// record's scope to be this one.
+	Scope string `json:"scope"`
 }
 
 // NewWorkflowInput builds the execution input of rec.
@@ -66,6 +70,7 @@ func NewWorkflowInput(rec idempotency.Record) ([]byte, error) {
 		// Records stored before RetentionSeconds existed get the
 		// default.
 		RetentionSeconds: int64(rec.Retention() / time.Second),
+		Scope:            rec.Scope,
 	})
 }
 
