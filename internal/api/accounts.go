@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/internal/ledger"
 )
@@ -13,10 +14,12 @@ import (
 // RecentEntryCount is how many ledger entries an account shows.
 const RecentEntryCount = 20
 
-// Accounts is the part of the ledger the API reads.
+// Accounts is the part of the ledger the API reads, and the condition the
+// reservation of a transfer checks when ownership is enforced.
 type Accounts interface {
 	Account(ctx context.Context, accountID string) (ledger.Account, error)
 	RecentEntries(ctx context.Context, accountID string, limit int) ([]ledger.Entry, error)
+	OwnerCheck(accountID, owner string) (types.ConditionCheck, error)
 }
 
 var _ Accounts = (*ledger.Ledger)(nil)
@@ -27,7 +30,10 @@ type AccountView struct {
 	Entries []ledger.Entry `json:"entries"`
 }
 
-func (h *Handler) getAccount(ctx context.Context, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+// getAccount shows an account with its newest entries. With ownership
+// enforced, an account of another caller is answered as one that does not
+// exist: the owner is compared after the same single GetItem.
+func (h *Handler) getAccount(ctx context.Context, scope string, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
 	id := req.PathParameters["accountId"]
 	acct, err := h.accounts.Account(ctx, id)
 	if err != nil {
@@ -35,6 +41,9 @@ func (h *Handler) getAccount(ctx context.Context, req events.APIGatewayProxyRequ
 			h.log.ErrorContext(ctx, "read account failed", "accountId", id, "error", err)
 		}
 		return problemResponse(problemFor(err), req.Path, nil)
+	}
+	if h.cfg.EnforceOwnership && acct.Owner != scope {
+		return problemResponse(problemFor(errNotFound), req.Path, nil)
 	}
 	entries, err := h.accounts.RecentEntries(ctx, id, RecentEntryCount)
 	if err != nil {

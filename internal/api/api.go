@@ -39,6 +39,15 @@ type Config struct {
 	StateMachineArn string
 	// MaxAmount caps a transfer's amount in minor units.
 	MaxAmount int64
+	// EnforceOwnership (AccountOwnership=enforce): a transfer is accepted
+	// only from the owner of its source account, checked in the same
+	// write that reserves its key, and an account is shown to its owner
+	// only. Off, any caller may debit and read any account (trusted
+	// service-to-service deployments).
+	EnforceOwnership bool
+	// ScopeBySession (ScopeBySession=true): an assumed-role session is
+	// its own caller scope (the session ARN) instead of its role's.
+	ScopeBySession bool
 }
 
 // answerReserve is the time kept before the function's deadline to answer.
@@ -70,7 +79,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 		defer cancel()
 	}
 	instance := req.Path
-	scope, ok := callerScope(req.RequestContext)
+	scope, ok := callerScope(req.RequestContext, h.cfg.ScopeBySession)
 	if !ok {
 		return problemResponse(problemFor(errNoCaller), instance, nil), nil
 	}
@@ -81,7 +90,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 	case "GET /transfers/{transferId}":
 		resp = h.getTransfer(ctx, scope, req)
 	case "GET /accounts/{accountId}":
-		resp = h.getAccount(ctx, req)
+		resp = h.getAccount(ctx, scope, req)
 	default:
 		resp = problemResponse(newProblem(http.StatusNotFound, CodeNotFound, "No such route", route), instance, nil)
 	}

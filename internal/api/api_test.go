@@ -47,9 +47,11 @@ type env struct {
 	ledger  *ledger.Ledger
 	db      *dynamodb.Client
 	table   string
-	sfn     *sfn.Client
-	arn     string
-	ids     int
+	// ledgerTable holds the accounts.
+	ledgerTable string
+	sfn         *sfn.Client
+	arn         string
+	ids         int
 }
 
 func newEnv(t *testing.T) *env {
@@ -65,13 +67,13 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	e := &env{t: t, db: db, table: tables["IdempotencyTable"], arn: srv.StateMachineARN("Transfers")}
+	e := &env{t: t, db: db, table: tables["IdempotencyTable"], ledgerTable: tables["LedgerTable"], arn: srv.StateMachineARN("Transfers")}
 	e.sfn = sfn.New(sfn.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: db.Options().Credentials})
 	e.store = idempotency.NewStore(db, e.table)
 	if e.ledger, err = ledger.New(db, ledger.Config{LedgerTable: tables["LedgerTable"], IdempotencyTable: e.table}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ledger.OpenAccount(context.Background(), "acct-a", "EUR", 5000); err != nil {
+	if _, err := e.ledger.OpenAccount(context.Background(), "acct-a", aliceScope, "EUR", 5000); err != nil {
 		t.Fatal(err)
 	}
 	e.handler = e.newHandler(e.sfn, e.store)
@@ -84,7 +86,7 @@ func sfnClient(db *dynamodb.Client, endpoint string) *sfn.Client {
 }
 
 func (e *env) newHandler(executions api.Executions, records api.Records) *api.Handler {
-	return api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000}, records, executions, e.ledger,
+	return api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: true}, records, executions, e.ledger,
 		func() string { e.ids++; return fmt.Sprintf("transfer-%d", e.ids) }, slog.New(slog.DiscardHandler))
 }
 

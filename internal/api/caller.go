@@ -13,8 +13,15 @@ import (
 // Idempotency-Key and every transfer belongs to this scope.
 //
 // An assumed-role session is scoped to its role, not to the session: a
-// client that re-assumes its role between retries keeps its keys.
-func callerScope(rc events.APIGatewayProxyRequestContext) (string, bool) {
+// client that re-assumes its role between retries keeps its keys, and
+// every session of the role shares its keys and its accounts. With
+// bySession (ScopeBySession=true) the scope is the session's own ARN
+// (arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION), so two services that
+// assume one role under different session names are two callers; a client
+// must then keep its session name across retries to keep its keys.
+//
+// The scope is also what owns an account (ledger.Account.Owner).
+func callerScope(rc events.APIGatewayProxyRequestContext, bySession bool) (string, bool) {
 	if p, ok := rc.Authorizer["principalId"].(string); ok && p != "" {
 		return "authorizer:" + p, true
 	}
@@ -27,6 +34,9 @@ func callerScope(rc events.APIGatewayProxyRequestContext) (string, bool) {
 		return "cognito-identity:" + id, true
 	}
 	if arn := rc.Identity.UserArn; arn != "" {
+		if bySession {
+			return "iam:" + arn, true
+		}
 		return "iam:" + principalOf(arn), true
 	}
 	return "", false

@@ -30,9 +30,41 @@ func TestCallerScope(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := callerScope(tt.rc)
+			got, ok := callerScope(tt.rc, false)
 			if got != tt.want || ok != tt.ok {
 				t.Fatalf("callerScope = %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// ScopeBySession=true: an assumed-role session is its own scope; other
+// callers are scoped as without it.
+func TestCallerScopeBySession(t *testing.T) {
+	identity := func(arn string) events.APIGatewayProxyRequestContext {
+		return events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{UserArn: arn}}
+	}
+	tests := []struct {
+		name      string
+		rc        events.APIGatewayProxyRequestContext
+		bySession bool
+		want      string
+	}{
+		{"session, by role", identity("arn:aws:sts::123456789012:assumed-role/Payments/svc-a"), false,
+			"iam:arn:aws:iam::123456789012:role/Payments"},
+		{"session, by session", identity("arn:aws:sts::123456789012:assumed-role/Payments/svc-a"), true,
+			"iam:arn:aws:sts::123456789012:assumed-role/Payments/svc-a"},
+		{"another session of the role, by session", identity("arn:aws:sts::123456789012:assumed-role/Payments/svc-b"), true,
+			"iam:arn:aws:sts::123456789012:assumed-role/Payments/svc-b"},
+		{"IAM user, by session", identity("arn:aws:iam::123456789012:user/alice"), true,
+			"iam:arn:aws:iam::123456789012:user/alice"},
+		{"Lambda authorizer, by session", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"principalId": "client-7"}}, true,
+			"authorizer:client-7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, ok := callerScope(tt.rc, tt.bySession); got != tt.want || !ok {
+				t.Fatalf("callerScope = %q, %v; want %q", got, ok, tt.want)
 			}
 		})
 	}

@@ -37,6 +37,9 @@ const (
 	CodeUnauthenticated = "caller_unknown"
 	CodeUnavailable     = "service_unavailable"
 	CodeInternal        = "internal_error"
+	// CodeForbidden refuses a transfer from an account that is not the
+	// caller's (or does not exist: one answer for both).
+	CodeForbidden = "forbidden"
 	// CodeUnsupportedMediaType refuses a body that is not application/json.
 	CodeUnsupportedMediaType = "unsupported_media_type"
 )
@@ -45,6 +48,8 @@ const (
 var (
 	errNoCaller = errors.New("the request carries no authenticated caller")
 	errNotFound = errors.New("not found")
+	// errForbidden reports a debit of an account that is not the caller's.
+	errForbidden = errors.New("the source account is not the caller's")
 	// errMediaType reports a body sent as another media type than JSON.
 	errMediaType = errors.New("the body is not application/json")
 )
@@ -80,6 +85,9 @@ func problemFor(err error) Problem {
 		// An id that cannot exist (too long, control characters) is as
 		// absent as one that does not.
 		return newProblem(http.StatusNotFound, CodeNotFound, "Not found", "")
+	case errors.Is(err, errForbidden):
+		return newProblem(http.StatusForbidden, CodeForbidden, "Not allowed to debit the source account",
+			"Only the owner of the source account may transfer from it; nothing was stored.")
 	case errors.Is(err, errNoCaller):
 		return newProblem(http.StatusForbidden, CodeUnauthenticated, "Caller not identified",
 			"Requests must be authenticated; the caller scopes every Idempotency-Key.")
@@ -90,18 +98,24 @@ func problemFor(err error) Problem {
 		"Nothing was lost: retry with the same Idempotency-Key after the Retry-After delay.")
 }
 
-// failureProblem is the problem of a transfer the workflow rejected.
+// failureProblem is the problem of a transfer the workflow rejected: 422,
+// or 403 forbidden when the debit found the source account not the
+// caller's (the workflow's own owner check, behind the edge's).
 func failureProblem(t transfer.Transfer) Problem {
 	code, title := "transfer_failed", "The transfer failed"
 	detail := ""
+	status := http.StatusUnprocessableEntity
 	if t.Failure != nil {
 		code, title = failureCode(t.Failure.Code)
 		detail = t.Failure.Detail
 		if t.Failure.Reversed {
 			detail = strings.TrimSpace(detail + " The debited amount was refunded to the source account.")
 		}
+		if code == CodeForbidden {
+			status = http.StatusForbidden
+		}
 	}
-	p := newProblem(http.StatusUnprocessableEntity, code, title, detail)
+	p := newProblem(status, code, title, detail)
 	p.Transfer = &t
 	return p
 }
@@ -116,6 +130,8 @@ func failureCode(name string) (code, title string) {
 		return "currency_mismatch", "The currency differs from an account's currency"
 	case "AccountClosed":
 		return "account_closed", "An account of the transfer is closed"
+	case "Forbidden":
+		return CodeForbidden, "Not allowed to debit the source account"
 	}
 	return "transfer_failed", "The transfer failed"
 }

@@ -17,7 +17,9 @@ import (
 
 // Orchestrator builds the API handler. Environment: IDEMPOTENCY_TABLE,
 // LEDGER_TABLE, STATE_MACHINE_ARN, RETENTION_HOURS (default 24),
-// MAX_TRANSFER_AMOUNT (default 100000000 minor units).
+// MAX_TRANSFER_AMOUNT (default 100000000 minor units), ACCOUNT_OWNERSHIP
+// (enforce or off, default enforce), SCOPE_BY_SESSION (true or false,
+// default false).
 func Orchestrator(_ context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
 	h, err := NewOrchestrator(env, dynamodb.NewFromConfig(awsCfg), sfn.NewFromConfig(awsCfg), log)
 	if err != nil {
@@ -44,8 +46,17 @@ func NewOrchestrator(env Env, db *dynamodb.Client, executions api.Executions, lo
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
+	enforce, err := accountOwnership(env)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	bySession, err := boolean(env, "SCOPE_BY_SESSION", false)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
 	store := idempotency.NewStore(db, env("IDEMPOTENCY_TABLE"), idempotency.WithRetention(time.Duration(hours)*time.Hour))
-	return api.New(api.Config{StateMachineArn: machine, MaxAmount: maxAmount}, store, executions, led, newTransferID, log), nil
+	cfg := api.Config{StateMachineArn: machine, MaxAmount: maxAmount, EnforceOwnership: enforce, ScopeBySession: bySession}
+	return api.New(cfg, store, executions, led, newTransferID, log), nil
 }
 
 // newTransferID returns a time-ordered unique id (UUIDv7), a valid

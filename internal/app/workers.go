@@ -13,7 +13,9 @@ import (
 )
 
 // Debit builds the debit leg's handler. Environment: IDEMPOTENCY_TABLE,
-// LEDGER_TABLE.
+// LEDGER_TABLE, ACCOUNT_OWNERSHIP (enforce or off, default enforce): with
+// enforce, a debit of an account that is not the transfer's caller's is
+// rejected (Forbidden).
 func Debit(ctx context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
 	return leg(ledger.Debit, env, awsCfg, log)
 }
@@ -33,11 +35,47 @@ func leg(kind ledger.Kind, env Env, awsCfg aws.Config, log *slog.Logger) (any, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
-	w, err := worker.New(kind, led, log)
+	var opts []worker.Option
+	if kind == ledger.Debit {
+		enforce, err := accountOwnership(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", kind, err)
+		}
+		if enforce {
+			opts = append(opts, worker.EnforceOwnership())
+		}
+	}
+	w, err := worker.New(kind, led, log, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	return w, nil
+}
+
+// accountOwnership reads ACCOUNT_OWNERSHIP: enforce (the default) or off.
+func accountOwnership(env Env) (bool, error) {
+	switch v := env("ACCOUNT_OWNERSHIP"); v {
+	case "", "enforce":
+		return true, nil
+	case "off":
+		return false, nil
+	default:
+		return false, fmt.Errorf("environment variable ACCOUNT_OWNERSHIP must be enforce or off, got %q", v)
+	}
+}
+
+// boolean reads a true/false environment variable.
+func boolean(env Env, name string, def bool) (bool, error) {
+	switch v := env(name); v {
+	case "":
+		return def, nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	default:
+		return false, fmt.Errorf("environment variable %s must be true or false, got %q", name, v)
+	}
 }
 
 // newLedger builds the ledger on the tables the environment names.

@@ -1,0 +1,282 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/api"
+	"github.com/exactlyonce/transfers/internal/ledger"
+)
+
+const bobScope = "iam:" + bob
+
+// countCalls adds a middleware counting the calls that reach the
+// transport to a client's options.
+func countCalls(n *atomic.Int64) func(*middleware.Stack) error {
+	return func(s *middleware.Stack) error {
+		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("count",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				n.Add(1)
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	}
+}
+
+// counted is a handler of e whose DynamoDB and Step Functions calls are
+// counted, with ownership enforced or not.
+func (e *env) counted(enforce bool) (*api.Handler, *atomic.Int64) {
+	n := &atomic.Int64{}
+	db := dynamodb.New(e.db.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, countCalls(n)) })
+	executions := sfn.New(e.sfn.Options(), func(o *sfn.Options) { o.APIOptions = append(o.APIOptions, countCalls(n)) })
+	led, err := ledger.New(db, ledger.Config{LedgerTable: e.ledgerTable, IdempotencyTable: e.table})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	h := api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: enforce},
+		idempotency.NewStore(db, e.table), executions, led,
+		func() string { e.ids++; return fmt.Sprintf("transfer-%d", e.ids) }, slog.New(slog.DiscardHandler))
+	return h, n
+}
+
+func transferBody(source string) string {
+	return fmt.Sprintf(`{"sourceAccountId":%q,"destinationAccountId":"acct-b","amount":250,"currency":"EUR"}`, source)
+}
+
+// A transfer is accepted from the owner of its source account only; a
+// refusal reserves nothing and starts nothing, and does not tell an
+// account of another caller from one that does not exist. The check
+// costs no call: a new request is 2 calls, a duplicate 1.
+func TestPostOwnership(t *testing.T) {
+	tests := []struct {
+		name    string
+		enforce bool
+		// prior is a request made before, by alice with key "k".
+		prior      bool
+		caller     string
+		source     string
+		wantStatus int
+		wantCode   string
+		wantCalls  int64
+		// wantRecord: the caller's key "k" has a record afterwards.
+		wantRecord bool
+	}{
+		{name: "owner", enforce: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: true},
+		{name: "owner's duplicate", enforce: true, prior: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 1, wantRecord: true},
+		{name: "another caller", enforce: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2},
+		{name: "unknown account", enforce: true, caller: alice, source: "ghost", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2},
+		// bob's "k" is bob's own key: alice's transfer under "k" is not
+		// his to see, and his request is refused as any other.
+		{name: "another caller with the owner's key", enforce: true, prior: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2},
+		{name: "ownership off", enforce: false, caller: bob, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: true},
+	}
+	var forbidden []string
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			var first string
+			if tt.prior {
+				first = transferOf(t, e.do(post(alice, "k", transferBody("acct-a")))).TransferID
+				// Its workflow started (a RESERVED record would be
+				// started again by the duplicate).
+				e.setRecord(idempotency.RecordKey(aliceScope, "k"), idempotency.StatusInProgress, "")
+			}
+			h, calls := e.counted(tt.enforce)
+			e.handler = h
+			calls.Store(0)
+			req := post(tt.caller, "k", transferBody(tt.source))
+			resp := e.do(req)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, resp.Body)
+			}
+			if n := calls.Load(); n != tt.wantCalls {
+				t.Errorf("%d remote calls, want %d", n, tt.wantCalls)
+			}
+			scope := "iam:" + tt.caller
+			rec, err := e.store.Get(context.Background(), scope, "k")
+			if tt.wantRecord != (err == nil) {
+				t.Errorf("record of %s's key: %+v, %v; want one: %v", tt.caller, rec, err, tt.wantRecord)
+			}
+			if tt.wantCode != "" {
+				p := problemOf(t, resp)
+				if p.Code != tt.wantCode || p.Transfer != nil {
+					t.Fatalf("problem %+v, want %s without a transfer", p, tt.wantCode)
+				}
+				forbidden = append(forbidden, p.Title+"|"+p.Detail)
+				if _, ok := resp.Headers["Location"]; ok {
+					t.Errorf("a refusal names a transfer: %v", resp.Headers)
+				}
+			} else if got := transferOf(t, resp).TransferID; tt.prior && got != first {
+				t.Errorf("transfer %s, want the first %s", got, first)
+			}
+			wantExecutions := 0
+			if tt.prior {
+				wantExecutions++
+			}
+			if tt.wantRecord && !tt.prior {
+				wantExecutions++
+			}
+			if n := len(e.executions()); n != wantExecutions {
+				t.Errorf("%d executions, want %d", n, wantExecutions)
+			}
+		})
+	}
+	for _, f := range forbidden[1:] {
+		if f != forbidden[0] {
+			t.Errorf("refusals differ: %q and %q", forbidden[0], f)
+		}
+	}
+}
+
+// A key whose record exists is answered from the record, whoever owns
+// the account now: the record already answers it.
+func TestReplayAnsweredFromTheRecordWhateverTheOwner(t *testing.T) {
+	e := newEnv(t)
+	first := transferOf(t, e.do(post(alice, "k", transferBody("acct-a"))))
+	setOwner(t, e, "acct-a", bobScope)
+	resp := e.do(post(alice, "k", transferBody("acct-a")))
+	if resp.StatusCode != 202 || resp.Headers[api.HeaderReplayed] != "true" || transferOf(t, resp).TransferID != first.TransferID {
+		t.Fatalf("replay: %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
+	}
+	// A new key of alice's is refused now.
+	if resp := e.do(post(alice, "k2", transferBody("acct-a"))); resp.StatusCode != 403 {
+		t.Fatalf("new key after the owner changed: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// A transfer the workflow stored as failed for its owner check replays as
+// 403 forbidden, with the transfer.
+func TestReplayOfAForbiddenTransfer(t *testing.T) {
+	e := newEnv(t)
+	first := transferOf(t, e.do(post(alice, "k", transferBody("acct-a"))))
+	rec, err := e.store.Get(context.Background(), aliceScope, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := fmt.Sprintf(`{"transferId":%q,"status":"FAILED","sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR","createdAt":%q,"settledAt":%q,"failure":{"code":"Forbidden","detail":"The caller may not debit account acct-a."}}`,
+		first.TransferID, first.CreatedAt, first.CreatedAt)
+	e.setRecord(rec.Key, idempotency.StatusFailed, failed)
+	resp := e.do(post(alice, "k", transferBody("acct-a")))
+	p := problemOf(t, resp)
+	if resp.StatusCode != http.StatusForbidden || p.Code != api.CodeForbidden || resp.Headers[api.HeaderReplayed] != "true" ||
+		p.Transfer == nil || p.Transfer.TransferID != first.TransferID || p.Transfer.Failure == nil || p.Transfer.Failure.Code != "Forbidden" {
+		t.Fatalf("replay: %d %v %+v", resp.StatusCode, resp.Headers, p)
+	}
+}
+
+// The record carries the transfer's payload as attributes, which fence
+// its legs.
+func TestRecordCarriesThePayload(t *testing.T) {
+	e := newEnv(t)
+	e.do(post(alice, "k", transferBody("acct-a")))
+	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(e.table),
+		Key:       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: idempotency.RecordKey(aliceScope, "k")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Source      string `dynamodbav:"sourceAccountId"`
+		Destination string `dynamodbav:"destinationAccountId"`
+		Amount      int64  `dynamodbav:"amount"`
+		Currency    string `dynamodbav:"currency"`
+		Scope       string `dynamodbav:"scope"`
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Source != "acct-a" || got.Destination != "acct-b" || got.Amount != 250 || got.Currency != "EUR" || got.Scope != aliceScope {
+		t.Fatalf("record attributes %+v", got)
+	}
+}
+
+// An account is shown to its owner only; to anyone else it does not exist.
+func TestGetAccountOwnership(t *testing.T) {
+	tests := []struct {
+		name       string
+		enforce    bool
+		caller, id string
+		wantStatus int
+	}{
+		{"owner", true, alice, "acct-a", 200},
+		{"another caller", true, bob, "acct-a", 404},
+		{"unknown account", true, bob, "ghost", 404},
+		{"ownership off", false, bob, "acct-a", 200},
+	}
+	var notFound []string
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			h, calls := e.counted(tt.enforce)
+			e.handler = h
+			resp := e.do(get(tt.caller, "/accounts/{accountId}", "/accounts/"+tt.id, map[string]string{"accountId": tt.id}))
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, resp.Body)
+			}
+			if tt.wantStatus == 404 {
+				p := problemOf(t, resp)
+				if p.Code != api.CodeNotFound {
+					t.Fatalf("problem %+v", p)
+				}
+				if n := calls.Load(); n != 1 {
+					t.Errorf("%d remote calls for a refusal, want the one GetItem", n)
+				}
+				var raw map[string]any
+				if err := json.Unmarshal([]byte(resp.Body), &raw); err != nil {
+					t.Fatal(err)
+				}
+				delete(raw, "instance")
+				b, _ := json.Marshal(raw)
+				notFound = append(notFound, string(b))
+				return
+			}
+			var view api.AccountView
+			if err := json.Unmarshal([]byte(resp.Body), &view); err != nil || view.ID != tt.id {
+				t.Fatalf("account %s (%v)", resp.Body, err)
+			}
+		})
+	}
+	if len(notFound) == 2 && notFound[0] != notFound[1] {
+		t.Errorf("another caller's account and an unknown one answer differently: %s and %s", notFound[0], notFound[1])
+	}
+}
+
+// setOwner gives an account another owner, as an operator might.
+func setOwner(t *testing.T, e *env, id, owner string) {
+	t.Helper()
+	acct, err := e.ledger.Account(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.ledgerTable),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "ACCOUNT#" + acct.ID},
+			"sk": &types.AttributeValueMemberS{Value: "ACCOUNT"},
+		},
+		UpdateExpression:          aws.String("SET #owner = :owner"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeNames:  map[string]string{"#owner": "owner"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": &types.AttributeValueMemberS{Value: owner}},
+	}); err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			t.Fatalf("account %s not found", id)
+		}
+		t.Fatal(err)
+	}
+}
