@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -258,6 +259,7 @@ func holdInProgress(t testing.TB, c *caller, key string, req transferRequest) st
 	}
 	rec, created, err := tg.records.Reserve(ctx, idempotency.Reservation{
 		Scope: c.scope, Key: key, Fingerprint: idempotency.Fingerprint(canonical), ResourceID: id.String(), Request: canonical,
+		Attributes: ledger.RecordAttributes(parsed.SourceAccountID, parsed.DestinationAccountID, parsed.Amount, parsed.Currency),
 	})
 	if err != nil || !created {
 		t.Fatalf("reserve key %q: created=%v, %v", key, created, err)
@@ -465,6 +467,10 @@ func TestRejectedTransfers(t *testing.T) {
 		problemCode string
 		// reversed: the debit committed and was refunded.
 		reversed bool
+		// withoutOwnership: the case runs only with AccountOwnership=off;
+		// with enforce, the API refuses it before any workflow
+		// (TestAccountOwnership).
+		withoutOwnership bool
 	}{
 		{
 			name: "insufficient funds",
@@ -485,7 +491,7 @@ func TestRejectedTransfers(t *testing.T) {
 			accounts: func(t *testing.T, b *book) (string, string) {
 				return uniqueID("nobody"), b.open(t, "dst", "EUR", 0)
 			},
-			failureCode: "AccountNotFound", problemCode: codeAccountNotFound,
+			failureCode: "AccountNotFound", problemCode: codeAccountNotFound, withoutOwnership: true,
 		},
 		{
 			name: "destination in another currency",
@@ -508,6 +514,9 @@ func TestRejectedTransfers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.withoutOwnership && tg.ownership {
+				t.Skip("with AccountOwnership=enforce an unknown source is refused with 403 forbidden (TestAccountOwnership)")
+			}
 			t.Parallel()
 			b := newBook(t)
 			c := tg.first
@@ -631,8 +640,10 @@ func TestConcurrentDuplicates(t *testing.T) {
 	}
 }
 
-// TestKeysAreScopedToTheCaller: keys belong to their caller. The same key and body from two
-// callers are two transfers, and neither caller can read the other's.
+// TestKeysAreScopedToTheCaller: keys belong to their caller. The same key
+// from two callers, each debiting an account of their own and crediting
+// the same account of the first, are two transfers, and neither caller
+// can read the other's.
 func TestKeysAreScopedToTheCaller(t *testing.T) {
 	t.Parallel()
 	second, reason, err := tg.second(context.Background())
@@ -644,12 +655,13 @@ func TestKeysAreScopedToTheCaller(t *testing.T) {
 	}
 	first := tg.first
 	b := newBook(t)
-	req := transferRequest{
-		SourceAccountID: b.open(t, "src", "EUR", 10000), DestinationAccountID: b.open(t, "dst", "EUR", 0),
-		Amount: 250, Currency: "EUR", Reference: "shared key",
+	dst := b.open(t, "dst", "EUR", 0)
+	reqs := map[*caller]transferRequest{
+		first:  {SourceAccountID: b.open(t, "src", "EUR", 10000), DestinationAccountID: dst, Amount: 250, Currency: "EUR", Reference: "shared key"},
+		second: {SourceAccountID: b.openFor(t, second, "src", "EUR", 10000), DestinationAccountID: dst, Amount: 250, Currency: "EUR", Reference: "shared key"},
 	}
 	key := newKey()
-	one, two := accept(t, first, key, req), accept(t, second, key, req)
+	one, two := accept(t, first, key, reqs[first]), accept(t, second, key, reqs[second])
 	if one.TransferID == two.TransferID {
 		t.Fatalf("both callers got transfer %s", one.TransferID)
 	}
@@ -662,20 +674,25 @@ func TestKeysAreScopedToTheCaller(t *testing.T) {
 		}
 		expectProblem(t, tc.other.get(t, "/transfers/"+tc.id), http.StatusNotFound, codeNotFound)
 
-		r := tc.owner.post(t, key, req.body(t))
+		r := tc.owner.post(t, key, reqs[tc.owner].body(t))
 		if v := expectTransfer(t, r, http.StatusOK); v.TransferID != tc.id {
 			t.Errorf("%s's replay: %s, want transfer %s", tc.owner.name, r, tc.id)
 		}
 		expectReplayed(t, r, true)
 		expectExecutions(t, tc.owner, key, tc.id)
+
+		src := getAccount(t, tc.owner, reqs[tc.owner].SourceAccountID)
+		expectLegs(t, src, tc.id, leg{legDebit, -250})
+		if src.Balance != 10000-250 {
+			t.Errorf("%s's source holds %d, want %d", tc.owner.name, src.Balance, 10000-250)
+		}
 	}
-	src, dst := getAccount(t, first, req.SourceAccountID), getAccount(t, first, req.DestinationAccountID)
+	d := getAccount(t, first, dst)
 	for _, id := range []string{one.TransferID, two.TransferID} {
-		expectLegs(t, src, id, leg{legDebit, -250})
-		expectLegs(t, dst, id, leg{legCredit, 250})
+		expectLegs(t, d, id, leg{legCredit, 250})
 	}
-	if src.Balance != 10000-500 || dst.Balance != 500 {
-		t.Errorf("balances %d and %d, want %d and %d", src.Balance, dst.Balance, 10000-500, 500)
+	if d.Balance != 500 {
+		t.Errorf("destination holds %d, want %d", d.Balance, 500)
 	}
 }
 
