@@ -175,7 +175,7 @@ func (r *choiceRule) compileComparison(o *jsonObject, op operator) error {
 	if err != nil {
 		return err
 	}
-	if r.variable, err = parsePath(variable); err != nil {
+	if r.variable, err = parseQueryPath(variable); err != nil {
 		return wrapAt(o.at("Variable"), err)
 	}
 	place := o.at(op.name)

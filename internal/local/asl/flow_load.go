@@ -53,7 +53,15 @@ func (p *stateParser) refPathField(o *jsonObject, key string) (*refPath, error) 
 	if o.isNull(key) {
 		return nil, errAt(o.at(key), "must be a path, not null")
 	}
-	return p.pathField(o, key, true)
+	s, _, err := o.str(key)
+	if err != nil {
+		return nil, err
+	}
+	path, err := parsePath(s)
+	if err != nil {
+		return nil, wrapAt(o.at(key), err)
+	}
+	return path, nil
 }
 
 // common reads the fields Parallel and Map share with Task: the

@@ -153,14 +153,18 @@ func TestParallel(t *testing.T) {
 // still running are stopped (their task's context ends) and the state fails
 // with the branch's error.
 func TestParallelFailureCancelsBranches(t *testing.T) {
-	cancelled := make(chan struct{})
+	started, cancelled := make(chan struct{}), make(chan struct{})
 	inv := newInvoker(map[string]invokeFunc{
 		"block": func(ctx context.Context, _ int, _ json.RawMessage) (json.RawMessage, error) {
+			close(started)
 			<-ctx.Done()
 			close(cancelled)
 			return nil, ctx.Err()
 		},
-		"boom": fails(named("Boom")),
+		"boom": func(context.Context, int, json.RawMessage) (json.RawMessage, error) {
+			<-started // fail once the other branch is running
+			return nil, named("Boom")
+		},
 	})
 	def := `{"StartAt":"Par","States":{"Par":{"Type":"Parallel","Branches":[
 	  {"StartAt":"B","States":{"B":{"Type":"Task","Resource":"block","End":true}}},

@@ -201,7 +201,7 @@ scan:
 		}
 	}
 	text := strings.TrimSpace(p.s[start:p.pos])
-	path, err := parsePath(text)
+	path, err := parseQueryPath(text)
 	if err != nil {
 		return intrinsicArg{}, err
 	}

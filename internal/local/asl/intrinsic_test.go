@@ -178,7 +178,7 @@ func TestIntrinsicLoadErrors(t *testing.T) {
 		{"bad number", `States.Array(01)`, `invalid argument "01"`},
 		{"unterminated string", `States.Array('abc)`, "unterminated string"},
 		{"invalid escape", `States.Array('a\nb')`, `invalid escape \n`},
-		{"bad path argument", `States.Array($.a[*])`, `invalid path "$.a[*]"`},
+		{"bad path argument", `States.Array($.a[)`, `invalid path "$.a[)"`},
 		{"missing argument", `States.Array(1,)`, `invalid argument ""`},
 		{"unknown hash algorithm", `States.Hash('a', 'SHA-3')`, `unknown hash algorithm "SHA-3"`},
 		{"deep json merge", `States.JsonMerge($.a, $.b, true)`, "only a shallow merge is supported"},

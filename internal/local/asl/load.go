@@ -325,7 +325,12 @@ func (p *stateParser) pathField(o *jsonObject, key string, allowContext bool) (*
 	if err != nil {
 		return nil, err
 	}
-	path, err := parsePath(s)
+	// InputPath and OutputPath are Paths; ResultPath is a reference path.
+	parse := parseQueryPath
+	if !allowContext {
+		parse = parsePath
+	}
+	path, err := parse(s)
 	if err != nil {
 		return nil, wrapAt(o.at(key), err)
 	}

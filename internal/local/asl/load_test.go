@@ -108,9 +108,16 @@ func TestLoadRejects(t *testing.T) {
 
 		// Paths and templates.
 		{"input path without $", taskDef(`"InputPath":"a.b"`), `States.T.InputPath: invalid path "a.b": must start with "$"`},
-		{"wildcard path", taskDef(`"OutputPath":"$.a[*]"`), `States.T.OutputPath: invalid path "$.a[*]": [*] is not supported`},
-		{"recursive descent", taskDef(`"InputPath":"$..a"`), `invalid path "$..a": recursive descent (..) is not supported`},
-		{"filter path", taskDef(`"InputPath":"$.a[?(@.b)]"`), `invalid path "$.a[?(@.b)]"`},
+		// ResultPath is a reference path: AWS accepts no JSONPath operators
+		// there ("Paths", https://docs.aws.amazon.com/step-functions/latest/dg/amazon-states-language-paths.html).
+		{"wildcard in ResultPath", taskDef(`"ResultPath":"$.a[*]"`), `States.T.ResultPath: invalid path "$.a[*]": [*] is not supported`},
+		{"recursive descent in ResultPath", taskDef(`"ResultPath":"$..a"`), `invalid path "$..a": recursive descent (..) is not supported`},
+		{"filter in ResultPath", taskDef(`"ResultPath":"$.a[?(@.b)]"`), `invalid path "$.a[?(@.b)]"`},
+		{"wildcard in ItemsPath", `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.a[*]","ItemProcessor":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}}}`,
+			`States.M.ItemsPath: invalid path "$.a[*]": [*] is not supported`},
+		{"slice in a Choice comparison path", `{"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"Variable":"$.a","StringEqualsPath":"$.b[1:]","Next":"E"}]},"E":{"Type":"Succeed"}}}`,
+			`invalid path "$.b[1:]"`},
+		{"unsupported JSONPath function", taskDef(`"InputPath":"$.a.length()"`), `invalid path "$.a.length()"`},
 		{"unterminated bracket", taskDef(`"InputPath":"$['a"`), `invalid path "$['a": unterminated quoted field name`},
 		{"context result path", taskDef(`"ResultPath":"$$.Execution.Id"`), `States.T.ResultPath: must be a reference path into the state input, not the context object ($$)`},
 		{"catch result path", taskDef(`"Catch":[{"ErrorEquals":["X"],"Next":"T","ResultPath":"x"}]`), `States.T.Catch[0].ResultPath: invalid path "x"`},

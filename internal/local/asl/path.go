@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ohler55/ojg/jp"
 )
 
 // refPath is a parsed reference path: "$", "$.a.b", "$.a[0]", "$['a b']",
@@ -13,6 +15,11 @@ type refPath struct {
 	text    string
 	context bool // rooted at $$
 	segs    []pathSeg
+
+	// A Path beyond a reference path (see query.go): segs is empty.
+	query      jp.Expr
+	indefinite bool // the result is always an array
+	union      bool // keep the union's order
 }
 
 // pathSeg is one step of a reference path: an object field or an array
@@ -126,6 +133,9 @@ func (p *refPath) String() string { return p.text }
 // canonical renders the path in bracket notation, as Step Functions does in
 // its error messages: $['a']['b'][0].
 func (p *refPath) canonical() string {
+	if p.query != nil {
+		return p.text
+	}
 	var b strings.Builder
 	if p.context {
 		b.WriteString("$$")
@@ -144,6 +154,9 @@ func (p *refPath) canonical() string {
 
 // get resolves the path against a root value.
 func (p *refPath) get(root any) (any, bool) {
+	if p.query != nil {
+		return p.queryGet(root)
+	}
 	cur := root
 	for _, s := range p.segs {
 		if s.isIndex {

@@ -83,7 +83,7 @@ func compileDynamic(place, field string, v any) (template, error) {
 	}
 	switch {
 	case strings.HasPrefix(s, "$"):
-		p, err := parsePath(s)
+		p, err := parseQueryPath(s)
 		if err != nil {
 			return nil, wrapAt(place, err)
 		}
