@@ -46,7 +46,8 @@ type Options struct {
 	// TimeoutSeconds. 0 means 1. Tests use a small scale so they never sleep
 	// for the real intervals.
 	TimeScale float64
-	// Rand draws the random waits of retriers with JitterStrategy FULL.
+	// Rand draws the random waits of retriers with JitterStrategy FULL
+	// and the numbers of States.MathRandom without a seed.
 	// The machine uses it under its own lock, so it must not be shared with
 	// anything else. nil means a source seeded from the process's random
 	// source.
@@ -118,6 +119,13 @@ func (m *Machine) jitter(d time.Duration) time.Duration {
 	m.randMu.Lock()
 	defer m.randMu.Unlock()
 	return time.Duration(m.opts.Rand.Int64N(int64(d) + 1))
+}
+
+// randInt64N draws from [0, n) with the machine's random source.
+func (m *Machine) randInt64N(n int64) int64 {
+	m.randMu.Lock()
+	defer m.randMu.Unlock()
+	return m.opts.Rand.Int64N(n)
 }
 
 // Load parses and validates a definition. name (usually the file name)

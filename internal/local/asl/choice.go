@@ -275,11 +275,11 @@ func parseTimestamp(s string) (time.Time, bool) {
 }
 
 // eval evaluates the rule against the Choice state's effective input.
-func (r *choiceRule) eval(input, context any) (bool, error) {
+func (r *choiceRule) eval(input any, env *evalEnv) (bool, error) {
 	switch {
 	case r.and != nil:
 		for _, sub := range r.and {
-			ok, err := sub.eval(input, context)
+			ok, err := sub.eval(input, env)
 			if err != nil || !ok {
 				return false, err
 			}
@@ -287,18 +287,18 @@ func (r *choiceRule) eval(input, context any) (bool, error) {
 		return true, nil
 	case r.or != nil:
 		for _, sub := range r.or {
-			ok, err := sub.eval(input, context)
+			ok, err := sub.eval(input, env)
 			if err != nil || ok {
 				return ok, err
 			}
 		}
 		return false, nil
 	case r.not != nil:
-		ok, err := r.not.eval(input, context)
+		ok, err := r.not.eval(input, env)
 		return !ok && err == nil, err
 	}
 
-	v, found := resolve(r.variable, input, context)
+	v, found := resolve(r.variable, input, env)
 	if r.op.kind == kindIsPresent {
 		return found == r.value.(bool), nil
 	}
@@ -330,7 +330,7 @@ func (r *choiceRule) eval(input, context any) (bool, error) {
 
 	want := r.value
 	if r.valuePath != nil {
-		w, ok := resolve(r.valuePath, input, context)
+		w, ok := resolve(r.valuePath, input, env)
 		if !ok {
 			return false, newError(ErrRuntime, "Invalid path '%s': The choice state's condition path references an invalid value.", r.valuePath)
 		}
@@ -347,11 +347,8 @@ func (r *choiceRule) eval(input, context any) (bool, error) {
 }
 
 // resolve reads a path from the input or, for $$ paths, the context.
-func resolve(p *refPath, input, context any) (any, bool) {
-	if p.context {
-		return p.get(context)
-	}
-	return p.get(input)
+func resolve(p *refPath, input any, env *evalEnv) (any, bool) {
+	return p.eval(input, env)
 }
 
 // operand converts a JSON value to the operand type of an operator

@@ -9,8 +9,8 @@ import (
 
 // runWait runs a Wait state: it waits the scaled duration and passes its
 // effective input on.
-func (r *runner) runWait(ctx context.Context, st *state, input any, entered time.Time) (any, *Error) {
-	ctxObj := r.contextObject(st, entered, noRetryCount)
+func (r *runner) runWait(ctx context.Context, st *state, input any, entered time.Time, vars *varScope) (any, *Error) {
+	ctxObj := r.contextObject(st, entered, noRetryCount, vars)
 	eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ start:
 // branches' outputs in branch order. A failing branch stops the others and
 // fails the state with its error.
 func (r *runner) parallelAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int, vars *varScope) (any, json.RawMessage, *Error) {
-	ctxObj := r.contextObject(st, entered, retryCount)
+	ctxObj := r.contextObject(st, entered, retryCount, vars)
 	eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err == nil {
 		eff, err = applyTemplate(st.parameters, eff, ctxObj)
@@ -140,7 +140,7 @@ func (r *runner) parallelAttempt(ctx context.Context, st *state, input any, ente
 
 // finishResult applies ResultSelector, ResultPath and OutputPath to the
 // result of a Parallel or Map state.
-func (r *runner) finishResult(st *state, input any, result any, ctxObj any) (any, json.RawMessage, *Error) {
+func (r *runner) finishResult(st *state, input any, result any, ctxObj *evalEnv) (any, json.RawMessage, *Error) {
 	out, err := applyTemplate(st.resultSelector, result, ctxObj)
 	if err == nil {
 		out, err = applyResultPath(st.resultPath, input, out)
@@ -169,7 +169,7 @@ func (r *runner) finishResult(st *state, input any, result any, ctxObj any) (any
 // more iterations failed than tolerated, and otherwise the output holds
 // {"Error","Cause"} in the place of each failed iteration.
 func (r *runner) mapAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int, vars *varScope) (any, json.RawMessage, *Error) {
-	ctxObj := r.contextObject(st, entered, retryCount)
+	ctxObj := r.contextObject(st, entered, retryCount, vars)
 	eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err != nil {
 		return nil, nil, inState(st, err)
@@ -187,8 +187,8 @@ func (r *runner) mapAttempt(ctx context.Context, st *state, input any, entered t
 		r.emit(HistoryEvent{Type: "MapIterationStarted", StateName: st.name})
 		item := items[i]
 		if st.itemSelector != nil {
-			ictxObj := r.contextObject(st, entered, retryCount)
-			ictxObj["Map"] = map[string]any{"Item": map[string]any{"Index": intNumber(int64(i)), "Value": items[i]}}
+			ictxObj := r.contextObject(st, entered, retryCount, vars)
+			ictxObj.ctx["Map"] = map[string]any{"Item": map[string]any{"Index": intNumber(int64(i)), "Value": items[i]}}
 			var e *Error
 			if item, e = applyTemplate(st.itemSelector, eff, ictxObj); e != nil {
 				e = inState(st, e)
@@ -235,7 +235,7 @@ func (r *runner) mapAttempt(ctx context.Context, st *state, input any, entered t
 }
 
 // mapSetup resolves a Map state's items and its concurrency limit.
-func (r *runner) mapSetup(st *state, eff any, ctxObj any) ([]any, int64, *Error) {
+func (r *runner) mapSetup(st *state, eff any, ctxObj *evalEnv) ([]any, int64, *Error) {
 	itemsV := eff
 	if st.itemsPath != nil {
 		v, ok := resolve(st.itemsPath, eff, ctxObj)
@@ -262,7 +262,7 @@ func (r *runner) mapSetup(st *state, eff any, ctxObj any) ([]any, int64, *Error)
 // mapTolerance resolves the tolerated failures of a Map state; -1 means
 // no limit of that kind. Without any ToleratedFailure field no failure is
 // tolerated.
-func (r *runner) mapTolerance(st *state, eff any, ctxObj any) (count int64, percent float64, err *Error) {
+func (r *runner) mapTolerance(st *state, eff any, ctxObj *evalEnv) (count int64, percent float64, err *Error) {
 	count, percent = -1, -1
 	if !st.tolerance {
 		return 0, -1, nil
@@ -291,7 +291,7 @@ func (r *runner) mapTolerance(st *state, eff any, ctxObj any) (count int64, perc
 }
 
 // nonNegativeAt resolves a path that must give a non-negative integer.
-func nonNegativeAt(p *refPath, field string, eff, ctxObj any) (int64, *Error) {
+func nonNegativeAt(p *refPath, field string, eff any, ctxObj *evalEnv) (int64, *Error) {
 	v, ok := resolve(p, eff, ctxObj)
 	n, isInt := asInteger(v)
 	if !ok || !isInt || n < 0 {

@@ -246,23 +246,20 @@ func isJSONNumber(s string) bool {
 }
 
 // eval evaluates the call against the state input and the context object.
-func (c *intrinsicCall) eval(input, context any) (any, error) {
+func (c *intrinsicCall) eval(input any, env *evalEnv) (any, error) {
 	args := make([]any, len(c.args))
 	for i, a := range c.args {
 		switch {
 		case a.call != nil:
-			v, err := a.call.eval(input, context)
+			v, err := a.call.eval(input, env)
 			if err != nil {
 				return nil, err
 			}
 			args[i] = v
 		case a.path != nil:
-			root := input
-			if a.path.context {
-				root = context
-			}
-			v, ok := a.path.get(root)
+			v, ok := a.path.eval(input, env)
 			if !ok {
+				root := a.path.root(input, env)
 				return nil, newError(ErrRuntime, "The JSONPath '%s' specified in the intrinsic function %s could not be found in the input '%s'", a.path, c.name, mustEncode(root))
 			}
 			args[i] = v
@@ -270,7 +267,13 @@ func (c *intrinsicCall) eval(input, context any) (any, error) {
 			args[i] = a.literal
 		}
 	}
-	v, err := c.fn.call(c, args)
+	var v any
+	var err error
+	if c.fn.callEnv != nil {
+		v, err = c.fn.callEnv(c, args, env)
+	} else {
+		v, err = c.fn.call(c, args)
+	}
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash"
 	"math/big"
+	mrand "math/rand/v2"
 	"strings"
 	"unicode/utf8"
 )
@@ -25,6 +26,8 @@ type intrinsicFunc struct {
 	// call computes the result from evaluated arguments. A plain error
 	// becomes States.IntrinsicFailure.
 	call func(c *intrinsicCall, args []any) (any, error)
+	// callEnv replaces call for functions that need the run's environment.
+	callEnv func(c *intrinsicCall, args []any, env *evalEnv) (any, error)
 }
 
 func (f *intrinsicFunc) arity() string {
@@ -65,6 +68,7 @@ func init() {
 		"States.MathAdd":        {minArgs: 2, maxArgs: 2, call: fnMathAdd},
 		"States.StringSplit":    {minArgs: 2, maxArgs: 2, call: fnStringSplit},
 		"States.UUID":           {minArgs: 0, maxArgs: 0, call: fnUUID},
+		"States.MathRandom":     {minArgs: 2, maxArgs: 3, callEnv: fnMathRandom},
 	}
 }
 
@@ -451,4 +455,28 @@ func arrayArg(args []any, i int) ([]any, error) {
 		return nil, fmt.Errorf("argument %d must be an array, got %s", i+1, typeName(args[i]))
 	}
 	return arr, nil
+}
+
+// fnMathRandom is States.MathRandom(start, end[, seed]): a random integer
+// from start (inclusive) to end (exclusive). With a seed the number
+// depends only on the seed; without, it comes from the machine's random
+// source (Options.Rand).
+func fnMathRandom(_ *intrinsicCall, args []any, env *evalEnv) (any, error) {
+	lo, okLo := asInteger(args[0])
+	hi, okHi := asInteger(args[1])
+	if !okLo || !okHi {
+		return nil, fmt.Errorf("the start and end must be integers, got %s and %s", mustEncode(args[0]), mustEncode(args[1]))
+	}
+	if hi <= lo {
+		return nil, fmt.Errorf("the end (%d) must be greater than the start (%d)", hi, lo)
+	}
+	if len(args) == 3 {
+		seed, ok := asInteger(args[2])
+		if !ok {
+			return nil, fmt.Errorf("the seed must be an integer, got %s", mustEncode(args[2]))
+		}
+		r := mrand.New(mrand.NewPCG(uint64(seed), uint64(seed)))
+		return intNumber(lo + r.Int64N(hi-lo)), nil
+	}
+	return intNumber(lo + env.m.randInt64N(hi-lo)), nil
 }

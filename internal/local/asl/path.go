@@ -12,9 +12,10 @@ import (
 // refPath is a parsed reference path: "$", "$.a.b", "$.a[0]", "$['a b']",
 // or the same rooted at "$$" (the context object).
 type refPath struct {
-	text    string
-	context bool // rooted at $$
-	segs    []pathSeg
+	text     string
+	context  bool   // rooted at $$
+	variable string // rooted at the variable $name
+	segs     []pathSeg
 
 	// A Path beyond a reference path (see query.go): segs is empty.
 	query      jp.Expr
@@ -41,6 +42,9 @@ func parsePath(text string) (*refPath, error) {
 		rest = text[2:]
 	case strings.HasPrefix(text, "$"):
 		rest = text[1:]
+		if n := variableNameLen(rest); n > 0 {
+			p.variable, rest = rest[:n], rest[n:]
+		}
 	default:
 		return nil, fmt.Errorf("invalid path %q: must start with \"$\"", text)
 	}
@@ -137,9 +141,12 @@ func (p *refPath) canonical() string {
 		return p.text
 	}
 	var b strings.Builder
-	if p.context {
+	switch {
+	case p.context:
 		b.WriteString("$$")
-	} else {
+	case p.variable != "":
+		b.WriteString("$" + p.variable)
+	default:
 		b.WriteString("$")
 	}
 	for _, s := range p.segs {
@@ -227,4 +234,19 @@ func setAt(cur any, segs []pathSeg, value any, at string) (any, error) {
 	}
 	out[s.field] = child
 	return out, nil
+}
+
+// variableNameLen is the length of the variable name at the start of s
+// (after the "$"): a letter or "_", then letters, digits and "_"; 0 when
+// s does not start with one.
+func variableNameLen(s string) int {
+	n := 0
+	for i, c := range s {
+		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c > 127
+		if !letter && (i == 0 || c < '0' || c > '9') {
+			break
+		}
+		n = i + len(string(c))
+	}
+	return n
 }

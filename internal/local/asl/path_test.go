@@ -69,7 +69,7 @@ func TestParsePathRejects(t *testing.T) {
 		{"$.a[]", "empty []"},
 		{"$['a'", "expected ] after quoted field name"},
 		{"$.a b", `field name "a b" needs bracket notation`},
-		{"$a", `unexpected "a"`},
+		{"$%a", `unexpected "%"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 // intrinsic function; everything else is a literal. Objects and arrays are
 // processed recursively.
 type template interface {
-	eval(input, context any) (any, error)
+	eval(input any, env *evalEnv) (any, error)
 }
 
 type objectTemplate struct {
@@ -99,10 +99,10 @@ func compileDynamic(place, field string, v any) (template, error) {
 	}
 }
 
-func (t *objectTemplate) eval(input, context any) (any, error) {
+func (t *objectTemplate) eval(input any, env *evalEnv) (any, error) {
 	out := make(map[string]any, len(t.keys))
 	for i, k := range t.keys {
-		v, err := t.vals[i].eval(input, context)
+		v, err := t.vals[i].eval(input, env)
 		if err != nil {
 			return nil, err
 		}
@@ -111,10 +111,10 @@ func (t *objectTemplate) eval(input, context any) (any, error) {
 	return out, nil
 }
 
-func (t arrayTemplate) eval(input, context any) (any, error) {
+func (t arrayTemplate) eval(input any, env *evalEnv) (any, error) {
 	out := make([]any, len(t))
 	for i, e := range t {
-		v, err := e.eval(input, context)
+		v, err := e.eval(input, env)
 		if err != nil {
 			return nil, err
 		}
@@ -123,20 +123,17 @@ func (t arrayTemplate) eval(input, context any) (any, error) {
 	return out, nil
 }
 
-func (t literalTemplate) eval(_, _ any) (any, error) { return t.v, nil }
+func (t literalTemplate) eval(any, *evalEnv) (any, error) { return t.v, nil }
 
-func (t *pathTemplate) eval(input, context any) (any, error) {
-	root := input
-	if t.path.context {
-		root = context
-	}
-	v, ok := t.path.get(root)
+func (t *pathTemplate) eval(input any, env *evalEnv) (any, error) {
+	root := t.path.root(input, env)
+	v, ok := t.path.eval(input, env)
 	if !ok {
 		return nil, newError(ErrRuntime, "The JSONPath '%s' specified for the field '%s' could not be found in the input '%s'", t.path, t.field, mustEncode(root))
 	}
 	return v, nil
 }
 
-func (t *intrinsicTemplate) eval(input, context any) (any, error) {
-	return t.call.eval(input, context)
+func (t *intrinsicTemplate) eval(input any, env *evalEnv) (any, error) {
+	return t.call.eval(input, env)
 }

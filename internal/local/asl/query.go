@@ -32,6 +32,9 @@ func parseQueryPath(text string) (*refPath, error) {
 	if strings.HasPrefix(text, "$$") {
 		q.context = true
 		src = text[1:]
+	} else if n := variableNameLen(text[min(1, len(text)):]); n > 0 {
+		q.variable = text[1 : 1+n]
+		src = "$" + text[1+n:]
 	}
 	if !strings.HasPrefix(src, "$") {
 		return nil, err

@@ -161,7 +161,7 @@ const noRetryCount = -1
 
 // contextObject builds $$ for a state. retryCount noRetryCount leaves
 // RetryCount out of $$.State.
-func (r *runner) contextObject(st *state, entered time.Time, retryCount int) map[string]any {
+func (r *runner) contextObject(st *state, entered time.Time, retryCount int, vars *varScope) *evalEnv {
 	stateObj := map[string]any{
 		"Name":        st.name,
 		"EnteredTime": formatTime(entered),
@@ -169,7 +169,7 @@ func (r *runner) contextObject(st *state, entered time.Time, retryCount int) map
 	if retryCount != noRetryCount {
 		stateObj["RetryCount"] = intNumber(int64(retryCount))
 	}
-	return map[string]any{
+	return &evalEnv{vars: vars, m: r.m, ctx: map[string]any{
 		"Execution": map[string]any{
 			"Id":           r.exec.ID,
 			"Name":         r.exec.Name,
@@ -183,7 +183,7 @@ func (r *runner) contextObject(st *state, entered time.Time, retryCount int) map
 			"Id":   r.exec.StateMachineID,
 			"Name": r.exec.StateMachineName,
 		},
-	}
+	}}
 }
 
 // formatTime renders a time as Step Functions does in the context object:
@@ -212,19 +212,19 @@ func (r *runner) runState(ctx context.Context, st *state, input any, vars *varSc
 			return nil, nil, "", err
 		}
 	case typePass:
-		out, err = r.runPass(st, input, entered)
+		out, err = r.runPass(st, input, entered, vars)
 		next = st.next
 	case typeChoice:
-		out, next, err = r.runChoice(st, input, entered)
+		out, next, err = r.runChoice(st, input, entered, vars)
 	case typeSucceed:
-		ctxObj := r.contextObject(st, entered, 0)
+		ctxObj := r.contextObject(st, entered, 0, vars)
 		if out, err = applyPath(st.inputPath, input, ctxObj, "InputPath"); err == nil {
 			out, err = applyPath(st.outputPath, out, ctxObj, "OutputPath")
 		}
 	case typeFail:
-		return nil, nil, "", r.runFail(st, input, entered)
+		return nil, nil, "", r.runFail(st, input, entered, vars)
 	case typeWait:
-		out, err = r.runWait(ctx, st, input, entered)
+		out, err = r.runWait(ctx, st, input, entered, vars)
 		next = st.next
 	}
 	if err == nil && rawOut == nil {
@@ -255,8 +255,8 @@ func inState(st *state, e *Error) *Error {
 	return &Error{Name: e.Name, Cause: fmt.Sprintf("An error occurred while executing the state '%s'. %s", st.name, e.Cause)}
 }
 
-func (r *runner) runPass(st *state, input any, entered time.Time) (any, *Error) {
-	ctxObj := r.contextObject(st, entered, noRetryCount)
+func (r *runner) runPass(st *state, input any, entered time.Time, vars *varScope) (any, *Error) {
+	ctxObj := r.contextObject(st, entered, noRetryCount, vars)
 	result := st.result
 	if !st.hasResult {
 		eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
@@ -275,8 +275,8 @@ func (r *runner) runPass(st *state, input any, entered time.Time) (any, *Error) 
 	return applyPath(st.outputPath, out, ctxObj, "OutputPath")
 }
 
-func (r *runner) runChoice(st *state, input any, entered time.Time) (any, string, *Error) {
-	ctxObj := r.contextObject(st, entered, 0)
+func (r *runner) runChoice(st *state, input any, entered time.Time, vars *varScope) (any, string, *Error) {
+	ctxObj := r.contextObject(st, entered, 0, vars)
 	eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err != nil {
 		return nil, "", err
@@ -299,9 +299,9 @@ func (r *runner) runChoice(st *state, input any, entered time.Time) (any, string
 	return out, next, err
 }
 
-func (r *runner) runFail(st *state, input any, entered time.Time) *Error {
+func (r *runner) runFail(st *state, input any, entered time.Time, vars *varScope) *Error {
 	e := &Error{Name: st.errorName, Cause: st.cause}
-	ctxObj := r.contextObject(st, entered, 0)
+	ctxObj := r.contextObject(st, entered, 0, vars)
 	for _, f := range []struct {
 		t    template
 		dst  *string
@@ -325,15 +325,11 @@ func (r *runner) runFail(st *state, input any, entered time.Time) *Error {
 
 // applyPath applies an InputPath or OutputPath: null gives {}, a path
 // that matches nothing is a States.Runtime error.
-func applyPath(p *refPath, v, ctxObj any, field string) (any, *Error) {
+func applyPath(p *refPath, v any, env *evalEnv, field string) (any, *Error) {
 	if p == nil {
 		return map[string]any{}, nil
 	}
-	root := v
-	if p.context {
-		root = ctxObj
-	}
-	out, ok := p.get(root)
+	out, ok := p.eval(v, env)
 	if !ok {
 		return nil, newError(ErrRuntime, "Invalid path '%s' for %s: No results for path: %s", p, field, p.canonical())
 	}
@@ -341,11 +337,11 @@ func applyPath(p *refPath, v, ctxObj any, field string) (any, *Error) {
 }
 
 // applyTemplate evaluates Parameters or ResultSelector when present.
-func applyTemplate(t template, v, ctxObj any) (any, *Error) {
+func applyTemplate(t template, v any, env *evalEnv) (any, *Error) {
 	if t == nil {
 		return v, nil
 	}
-	out, err := t.eval(v, ctxObj)
+	out, err := t.eval(v, env)
 	if err != nil {
 		return nil, asError(err)
 	}

@@ -25,7 +25,7 @@ func (r *runner) runRetrying(ctx context.Context, st *state, input any, entered 
 		case typeMap:
 			out, raw, err = r.mapAttempt(ctx, st, input, entered, retryCount, vars)
 		default:
-			out, raw, err = r.taskAttempt(ctx, st, input, entered, retryCount)
+			out, raw, err = r.taskAttempt(ctx, st, input, entered, retryCount, vars)
 		}
 		if err == nil {
 			return out, raw, st.next, nil
@@ -101,8 +101,8 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) error {
 
 // taskAttempt runs one attempt of a Task state: InputPath, Parameters, the
 // invocation, ResultSelector, ResultPath and OutputPath.
-func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int) (any, json.RawMessage, *Error) {
-	ctxObj := r.contextObject(st, entered, retryCount)
+func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int, vars *varScope) (any, json.RawMessage, *Error) {
+	ctxObj := r.contextObject(st, entered, retryCount, vars)
 	params, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err == nil {
 		params, err = applyTemplate(st.parameters, params, ctxObj)
