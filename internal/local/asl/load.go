@@ -149,7 +149,7 @@ func checkQueryLanguage(o *jsonObject) error {
 	case err != nil || !ok || ql == "JSONPath":
 		return err
 	case ql == "JSONata":
-		return errAt(o.at("QueryLanguage"), "%q is not supported by the local runtime (only \"JSONPath\")", ql)
+		return errAt(o.at("QueryLanguage"), "%q is not supported by the local runtime: no JSONata implementation is available to it; use \"JSONPath\"", ql)
 	default:
 		return errAt(o.at("QueryLanguage"), "unknown query language %q", ql)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ohler55/ojg/jp"
 )
@@ -241,12 +242,13 @@ func setAt(cur any, segs []pathSeg, value any, at string) (any, error) {
 // s does not start with one.
 func variableNameLen(s string) int {
 	n := 0
-	for i, c := range s {
-		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c > 127
-		if !letter && (i == 0 || c < '0' || c > '9') {
+	for n < len(s) {
+		c, size := utf8.DecodeRuneInString(s[n:])
+		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c > 127 && c != utf8.RuneError)
+		if !letter && (n == 0 || c < '0' || c > '9') {
 			break
 		}
-		n = i + len(string(c))
+		n += size
 	}
 	return n
 }
