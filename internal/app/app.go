@@ -40,7 +40,7 @@ var Functions = map[string]Constructor{
 func Main(build Constructor) {
 	ctx := context.Background()
 	log := lambdacontext.NewLogger()
-	awsCfg, err := config.LoadDefaultConfig(ctx)
+	awsCfg, err := loadConfig(ctx)
 	if err != nil {
 		log.Error("load AWS configuration", "error", err)
 		os.Exit(1)
@@ -52,6 +52,15 @@ func Main(build Constructor) {
 		os.Exit(1)
 	}
 	lambda.Start(h)
+}
+
+// loadConfig is the deployed functions' AWS configuration: the SDK's
+// defaults from the process environment. An AWS_ENDPOINT_URL_<SERVICE>
+// that is set but empty (template.yaml declares AWS_ENDPOINT_URL_DYNAMODB
+// and AWS_ENDPOINT_URL_SFN empty, for sam local) is ignored: the clients
+// use the service's default endpoint.
+func loadConfig(ctx context.Context) (aws.Config, error) {
+	return config.LoadDefaultConfig(ctx)
 }
 
 func required(env Env, name string) (string, error) {
