@@ -33,7 +33,8 @@ type TaskInvoker interface {
 	// state input after InputPath and Parameters). An *Error is matched by
 	// name by Retry and Catch; any other error is treated as
 	// States.TaskFailed with the error text as cause. ctx carries the task's
-	// TimeoutSeconds deadline when the state sets one.
+	// TimeoutSeconds deadline, or its earlier HeartbeatSeconds one, when
+	// the state sets them.
 	Invoke(ctx context.Context, resource string, parameters json.RawMessage) (json.RawMessage, error)
 }
 
@@ -42,8 +43,8 @@ type Options struct {
 	// Tasks runs Task states. Required when the definition has Task states.
 	Tasks TaskInvoker
 	// TimeScale multiplies every duration the definition names: Retry
-	// intervals (and MaxDelaySeconds), task TimeoutSeconds and the machine's
-	// TimeoutSeconds. 0 means 1. Tests use a small scale so they never sleep
+	// intervals (and MaxDelaySeconds), task TimeoutSeconds and
+	// HeartbeatSeconds, Wait durations and the machine's TimeoutSeconds. 0 means 1. Tests use a small scale so they never sleep
 	// for the real intervals.
 	TimeScale float64
 	// Rand draws the random waits of retriers with JitterStrategy FULL

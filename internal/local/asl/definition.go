@@ -53,10 +53,13 @@ type state struct {
 	hasResult bool
 
 	// Task.
-	resource       string
-	timeoutSeconds int64 // 0: none
-	retry          []retrier
-	catch          []catcher
+	resource             string
+	timeoutSeconds       int64 // 0: none
+	timeoutSecondsPath   *refPath
+	heartbeatSeconds     int64 // 0: none
+	heartbeatSecondsPath *refPath
+	retry                []retrier
+	catch                []catcher
 
 	// Choice.
 	choices     []*choiceRule

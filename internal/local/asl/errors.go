@@ -10,6 +10,7 @@ const (
 	ErrAll                    = "States.ALL"
 	ErrTaskFailed             = "States.TaskFailed"
 	ErrTimeout                = "States.Timeout"
+	ErrHeartbeatTimeout       = "States.HeartbeatTimeout"
 	ErrRuntime                = "States.Runtime"
 	ErrResultPathMatchFailure = "States.ResultPathMatchFailure"
 	ErrIntrinsicFailure       = "States.IntrinsicFailure"
@@ -24,7 +25,7 @@ var knownStatesErrors = map[string]bool{
 	ErrResultPathMatchFailure: true, ErrIntrinsicFailure: true,
 	ErrNoChoiceMatched: true, ErrDataLimitExceeded: true,
 	"States.ParameterPathFailure": true, "States.Permissions": true,
-	"States.HeartbeatTimeout": true, "States.BranchFailed": true,
+	ErrHeartbeatTimeout: true, "States.BranchFailed": true,
 	"States.ExceedToleratedFailureThreshold": true, "States.ItemReaderFailed": true,
 	"States.ResultWriterFailed": true, "States.QueryEvaluationError": true,
 	"States.Http.Socket": true,
@@ -38,7 +39,14 @@ func newError(name, format string, args ...any) *Error {
 // errorMatches reports whether an ErrorEquals list matches an error name.
 // States.Runtime is never matched (it always fails the execution);
 // States.ALL matches every other error; States.TaskFailed excludes
-// States.Timeout and States.DataLimitExceeded.
+// States.Timeout and States.DataLimitExceeded. States.Timeout also matches
+// States.HeartbeatTimeout: the developer guide ("Error names" in
+// https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html)
+// raises States.Timeout for a task that "ran longer than the
+// TimeoutSeconds value, or failed to send a heartbeat for a period longer
+// than the HeartbeatSeconds value", and States.HeartbeatTimeout names the
+// heartbeat case alone. A heartbeat timeout is a timeout, so
+// States.TaskFailed does not match it either.
 //
 // The developer guide ("Handling errors in Step Functions workflows") says
 // States.ALL does not match States.DataLimitExceeded. Executions recorded
@@ -55,7 +63,9 @@ func errorMatches(errorEquals []string, name string) bool {
 			return true
 		case e == ErrAll:
 			return true
-		case e == ErrTaskFailed && name != ErrTimeout && name != ErrDataLimitExceeded:
+		case e == ErrTimeout && name == ErrHeartbeatTimeout:
+			return true
+		case e == ErrTaskFailed && name != ErrTimeout && name != ErrHeartbeatTimeout && name != ErrDataLimitExceeded:
 			return true
 		}
 	}

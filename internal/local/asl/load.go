@@ -19,7 +19,8 @@ const (
 // Fields each supported state type accepts.
 var stateFields = map[string][]string{
 	typeTask: {"Type", "Comment", "QueryLanguage", "Resource", "Parameters", "ResultSelector",
-		"ResultPath", "OutputPath", "InputPath", "Retry", "Catch", "TimeoutSeconds", "Next", "End"},
+		"ResultPath", "OutputPath", "InputPath", "Retry", "Catch", "TimeoutSeconds", "TimeoutSecondsPath",
+		"HeartbeatSeconds", "HeartbeatSecondsPath", "Next", "End"},
 	typePass:    {"Type", "Comment", "QueryLanguage", "Result", "ResultPath", "Parameters", "InputPath", "OutputPath", "Next", "End"},
 	typeChoice:  {"Type", "Comment", "QueryLanguage", "Choices", "Default", "InputPath", "OutputPath"},
 	typeSucceed: {"Type", "Comment", "QueryLanguage", "InputPath", "OutputPath"},
@@ -40,7 +41,6 @@ var unsupportedStateTypes = map[string]bool{}
 // unsupportedFields are valid ASL state fields this runtime does not
 // implement.
 var unsupportedFields = map[string]bool{
-	"HeartbeatSeconds": true, "HeartbeatSecondsPath": true, "TimeoutSecondsPath": true,
 	"Credentials": true, "Arguments": true, "Output": true, "Assign": true, "Items": true,
 }
 
@@ -405,7 +405,7 @@ func (p *stateParser) task(opts Options) error {
 	if st.resultSelector, err = p.templateField("ResultSelector"); err != nil {
 		return err
 	}
-	if st.timeoutSeconds, _, err = p.o.integer("TimeoutSeconds", 1, maxSeconds); err != nil {
+	if err := p.taskTimeouts(); err != nil {
 		return err
 	}
 	if st.retry, err = p.retriers(); err != nil {
@@ -413,6 +413,46 @@ func (p *stateParser) task(opts Options) error {
 	}
 	st.catch, err = p.catchers()
 	return err
+}
+
+// taskTimeouts reads TimeoutSeconds(Path) and HeartbeatSeconds(Path). As
+// Step Functions validates, a constant HeartbeatSeconds must be smaller
+// than the TimeoutSeconds, whose default is 99999999.
+func (p *stateParser) taskTimeouts() error {
+	st := p.st
+	if err := exclusive(p.o, "TimeoutSeconds", "TimeoutSecondsPath"); err != nil {
+		return err
+	}
+	if err := exclusive(p.o, "HeartbeatSeconds", "HeartbeatSecondsPath"); err != nil {
+		return err
+	}
+	var err error
+	if st.timeoutSeconds, _, err = p.o.integer("TimeoutSeconds", 1, maxSeconds); err != nil {
+		return err
+	}
+	if p.o.has("TimeoutSecondsPath") {
+		if st.timeoutSecondsPath, err = p.refPathField(p.o, "TimeoutSecondsPath"); err != nil {
+			return err
+		}
+	}
+	if st.heartbeatSeconds, _, err = p.o.integer("HeartbeatSeconds", 1, maxSeconds); err != nil {
+		return err
+	}
+	if p.o.has("HeartbeatSecondsPath") {
+		if st.heartbeatSecondsPath, err = p.refPathField(p.o, "HeartbeatSecondsPath"); err != nil {
+			return err
+		}
+	}
+	if st.heartbeatSeconds > 0 && st.timeoutSecondsPath == nil {
+		limit, name := st.timeoutSeconds, "TimeoutSeconds"
+		if limit == 0 {
+			limit, name = maxSeconds, "the default TimeoutSeconds"
+		}
+		if st.heartbeatSeconds >= limit {
+			return errAt(p.o.at("HeartbeatSeconds"), "must be smaller than %s (%d), got %d", name, limit, st.heartbeatSeconds)
+		}
+	}
+	return nil
 }
 
 func (p *stateParser) retriers() ([]retrier, error) {

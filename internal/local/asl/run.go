@@ -19,10 +19,12 @@ const (
 
 // errMachineTimeout is the cancellation cause of a run whose machine-level
 // TimeoutSeconds elapsed; errTaskTimeout that of a task attempt whose
-// TimeoutSeconds elapsed.
+// TimeoutSeconds elapsed; errHeartbeatTimeout that of a task attempt that
+// ran longer than its HeartbeatSeconds.
 var (
-	errMachineTimeout = errors.New("state machine TimeoutSeconds elapsed")
-	errTaskTimeout    = errors.New("task TimeoutSeconds elapsed")
+	errMachineTimeout   = errors.New("state machine TimeoutSeconds elapsed")
+	errTaskTimeout      = errors.New("task TimeoutSeconds elapsed")
+	errHeartbeatTimeout = errors.New("task HeartbeatSeconds elapsed without a heartbeat")
 )
 
 // errInterrupted stands for a state that stopped because the run was

@@ -107,6 +107,10 @@ func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered 
 	if err == nil {
 		params, err = applyTemplate(st.parameters, params, ctxObj)
 	}
+	var timeout, heartbeat int64
+	if err == nil {
+		timeout, heartbeat, err = r.taskTimeouts(st, input, ctxObj)
+	}
 	if err != nil {
 		return nil, nil, inState(st, err)
 	}
@@ -117,7 +121,7 @@ func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered 
 	r.emit(HistoryEvent{Type: "TaskScheduled", StateName: st.name, Resource: st.resource, Input: rawParams})
 	r.emit(HistoryEvent{Type: "TaskStarted", StateName: st.name, Resource: st.resource})
 
-	rawResult, err := r.invoke(ctx, st, rawParams)
+	rawResult, err := r.invoke(ctx, st, rawParams, timeout, heartbeat)
 	if err == errInterrupted {
 		return nil, nil, err
 	}
@@ -133,7 +137,7 @@ func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered 
 	}
 	if err != nil {
 		typ := "TaskFailed"
-		if err.Name == ErrTimeout {
+		if err.Name == ErrTimeout || err.Name == ErrHeartbeatTimeout {
 			typ = "TaskTimedOut"
 		}
 		r.emit(HistoryEvent{Type: typ, StateName: st.name, Resource: st.resource, Error: err.Name, Cause: err.Cause})
@@ -159,23 +163,68 @@ func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered 
 	return out, raw, nil
 }
 
+// taskTimeouts resolves a task's TimeoutSeconds(Path) and
+// HeartbeatSeconds(Path) against the state input after InputPath; 0 means
+// none.
+func (r *runner) taskTimeouts(st *state, input any, ctxObj *evalEnv) (timeout, heartbeat int64, err *Error) {
+	timeout, heartbeat = st.timeoutSeconds, st.heartbeatSeconds
+	if st.timeoutSecondsPath == nil && st.heartbeatSecondsPath == nil {
+		return timeout, heartbeat, nil
+	}
+	eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
+	if err != nil {
+		return 0, 0, err
+	}
+	if st.timeoutSecondsPath != nil {
+		if timeout, err = positiveAt(st.timeoutSecondsPath, "TimeoutSecondsPath", eff, ctxObj); err != nil {
+			return 0, 0, err
+		}
+	}
+	if st.heartbeatSecondsPath != nil {
+		if heartbeat, err = positiveAt(st.heartbeatSecondsPath, "HeartbeatSecondsPath", eff, ctxObj); err != nil {
+			return 0, 0, err
+		}
+	}
+	return timeout, heartbeat, nil
+}
+
+// positiveAt resolves a path that must give an integer from 1 to 99999999.
+func positiveAt(p *refPath, field string, eff any, ctxObj *evalEnv) (int64, *Error) {
+	v, ok := resolve(p, eff, ctxObj)
+	n, isInt := asInteger(v)
+	if !ok || !isInt || n < 1 || n > maxSeconds {
+		return 0, newError(ErrRuntime, "%s '%s' must reference an integer from 1 to %d, got %s", field, p, maxSeconds, mustEncode(v))
+	}
+	return n, nil
+}
+
 type invokeResult struct {
 	out json.RawMessage
 	err error
 }
 
-// invoke runs the task invoker under the task's TimeoutSeconds. It returns
-// promptly when the run is cancelled or the timeout elapses, even if the
-// invoker ignores its context.
-func (r *runner) invoke(ctx context.Context, st *state, params json.RawMessage) (json.RawMessage, *Error) {
+// invoke runs the task invoker under the task's timeout and heartbeat
+// timeout (seconds, 0 for none). It returns promptly when the run is
+// cancelled or a timeout elapses, even if the invoker ignores its context.
+//
+// No task the local runtime runs can send a heartbeat: Lambda invocations
+// (arn:aws:states:::lambda:invoke and bare function ARNs) and DynamoDB
+// requests have no task token. So, as on AWS, an attempt that runs longer
+// than HeartbeatSeconds fails with States.HeartbeatTimeout.
+func (r *runner) invoke(ctx context.Context, st *state, params json.RawMessage, timeout, heartbeat int64) (json.RawMessage, *Error) {
 	var actx context.Context
 	var cancel context.CancelFunc
-	if st.timeoutSeconds > 0 {
-		actx, cancel = context.WithTimeoutCause(ctx, r.scale(float64(st.timeoutSeconds)), errTaskTimeout)
+	if timeout > 0 {
+		actx, cancel = context.WithTimeoutCause(ctx, r.scale(float64(timeout)), errTaskTimeout)
 	} else {
 		actx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
+	if heartbeat > 0 {
+		var hcancel context.CancelFunc
+		actx, hcancel = context.WithTimeoutCause(actx, r.scale(float64(heartbeat)), errHeartbeatTimeout)
+		defer hcancel()
+	}
 
 	done := make(chan invokeResult, 1)
 	go func() {
@@ -188,7 +237,12 @@ func (r *runner) invoke(ctx context.Context, st *state, params json.RawMessage) 
 		done <- invokeResult{out: out, err: err}
 	}()
 
-	timedOut := newError(ErrTimeout, "The task did not complete within its TimeoutSeconds (%d).", st.timeoutSeconds)
+	timedOut := func() *Error {
+		if errors.Is(context.Cause(actx), errHeartbeatTimeout) {
+			return newError(ErrHeartbeatTimeout, "The task sent no heartbeat within its HeartbeatSeconds (%d); %s cannot send heartbeats.", heartbeat, st.resource)
+		}
+		return newError(ErrTimeout, "The task did not complete within its TimeoutSeconds (%d).", timeout)
+	}
 	select {
 	case res := <-done:
 		switch {
@@ -196,8 +250,8 @@ func (r *runner) invoke(ctx context.Context, st *state, params json.RawMessage) 
 			return res.out, nil
 		case ctx.Err() != nil:
 			return nil, errInterrupted
-		case errors.Is(context.Cause(actx), errTaskTimeout):
-			return nil, timedOut
+		case errors.Is(context.Cause(actx), errTaskTimeout), errors.Is(context.Cause(actx), errHeartbeatTimeout):
+			return nil, timedOut()
 		}
 		var e *Error
 		if errors.As(res.err, &e) && e.Name != "" {
@@ -208,6 +262,6 @@ func (r *runner) invoke(ctx context.Context, st *state, params json.RawMessage) 
 		if ctx.Err() != nil {
 			return nil, errInterrupted
 		}
-		return nil, timedOut
+		return nil, timedOut()
 	}
 }

@@ -59,3 +59,51 @@ func TestWaitParallelMapThroughEndpoint(t *testing.T) {
 	}
 	assertJSONEqual(t, "output", aws.ToString(out.Output), `{"doubled":[{"doubled":2},{"doubled":4},{"doubled":6}],"count":3}`)
 }
+
+// heartbeatMachine calls a Lambda function with a heartbeat, as a team
+// would write it for AWS; a Lambda task sends no heartbeats, so a call
+// that lasts longer than HeartbeatSeconds times out.
+const heartbeatMachine = `{
+  "StartAt": "Call",
+  "States": {
+    "Call": {
+      "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+      "Parameters": {"FunctionName": "block", "Payload.$": "$"},
+      "HeartbeatSeconds": 1, "TimeoutSeconds": 60,
+      "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout"], "ResultPath": "$.failure", "Next": "Late"}],
+      "End": true
+    },
+    "Late": {"Type": "Pass", "End": true}
+  }
+}`
+
+// TestHeartbeatThroughEndpoint runs a Lambda task with HeartbeatSeconds
+// unchanged through the Step Functions endpoint: the call outlasts the
+// heartbeat, the catcher sees States.HeartbeatTimeout and the history has
+// the TaskTimedOut event.
+func TestHeartbeatThroughEndpoint(t *testing.T) {
+	env := newTestEnv(t, map[string]string{"Heartbeat": heartbeatMachine}, nil)
+	arn := env.start(t, "Heartbeat", "hb-1", `{"transfer":"t1"}`)
+	env.wait(t, arn)
+	out, err := env.client.DescribeExecution(testContext(t), &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+	if err != nil {
+		t.Fatalf("describe: %v", err)
+	}
+	if out.Status != types.ExecutionStatusSucceeded {
+		t.Fatalf("status %s: %s %s", out.Status, aws.ToString(out.Error), aws.ToString(out.Cause))
+	}
+	var got struct {
+		Transfer string
+		Failure  struct{ Error string }
+	}
+	if err := json.Unmarshal([]byte(aws.ToString(out.Output)), &got); err != nil {
+		t.Fatalf("output %s: %v", aws.ToString(out.Output), err)
+	}
+	if got.Transfer != "t1" || got.Failure.Error != "States.HeartbeatTimeout" {
+		t.Fatalf("output = %s, want the input with failure.Error States.HeartbeatTimeout", aws.ToString(out.Output))
+	}
+	ev := findEvent(t, history(t, env, arn, false), types.HistoryEventTypeTaskTimedOut)
+	if d := ev.TaskTimedOutEventDetails; d == nil || aws.ToString(d.Error) != "States.HeartbeatTimeout" {
+		t.Fatalf("TaskTimedOut details = %+v", d)
+	}
+}
