@@ -13,10 +13,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,25 +39,90 @@ func main() {
 	}
 }
 
-func run() error {
-	port := flag.Int("port", 3000, "API port on 127.0.0.1")
-	doSeed := flag.Bool("seed", true, "open the demo accounts demo-alice and demo-bob")
-	dataDir := flag.String("data", "", "keep DynamoDB Local's data in this folder (default: in memory)")
-	verbose := flag.Bool("v", false, "log at debug level")
-	ttlInterval := flag.Duration("ttl-interval", time.Minute, "how often expired items are deleted from tables with Time to Live (0: never)")
-	ttlLag := flag.Duration("ttl-lag", 0, "how long after its expiry an item becomes deletable")
-	firstSweep := flag.Duration("first-sweep-after", 30*time.Second, "when the sweeper first runs after the start (then at its SweepSchedule)")
-	params := paramFlag{}
-	flag.Var(params, "param", "override a template parameter, as Key=Value (repeatable; defaults: "+localDefaults.String()+")")
-	flag.Parse()
-	for k, v := range localDefaults {
-		if _, set := params[k]; !set {
-			params[k] = v
+// config is what the command line asks for.
+type config struct {
+	port        int
+	ddbPort     int
+	sfnPort     int
+	sfnAddr     string
+	seed        bool
+	dataDir     string
+	verbose     bool
+	ttlInterval time.Duration
+	ttlLag      time.Duration
+	firstSweep  time.Duration
+	params      paramFlag
+}
+
+// parseFlags reads the command line (without the program name). Help
+// and errors go to output.
+func parseFlags(args []string, output io.Writer) (*config, error) {
+	c := &config{params: paramFlag{}}
+	fs := flag.NewFlagSet("local", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.IntVar(&c.port, "port", 3000, "API port on 127.0.0.1")
+	fs.IntVar(&c.ddbPort, "ddb-port", 0, "DynamoDB Local's port, on all interfaces (it has no bind option); 0 picks a free port")
+	fs.IntVar(&c.sfnPort, "sfn-port", 0, "the Step Functions endpoint's port; 0 picks a free port")
+	fs.StringVar(&c.sfnAddr, "sfn-addr", "127.0.0.1", "the IP address the Step Functions endpoint listens on; 0.0.0.0 makes it reachable from Docker containers (sam local), and from the network: it has no authentication")
+	fs.BoolVar(&c.seed, "seed", true, "open the demo accounts demo-alice and demo-bob")
+	fs.StringVar(&c.dataDir, "data", "", "keep DynamoDB Local's data in this folder (default: in memory)")
+	fs.BoolVar(&c.verbose, "v", false, "log at debug level")
+	fs.DurationVar(&c.ttlInterval, "ttl-interval", time.Minute, "how often expired items are deleted from tables with Time to Live (0: never)")
+	fs.DurationVar(&c.ttlLag, "ttl-lag", 0, "how long after its expiry an item becomes deletable")
+	fs.DurationVar(&c.firstSweep, "first-sweep-after", 30*time.Second, "when the sweeper first runs after the start (then at its SweepSchedule)")
+	fs.Var(c.params, "param", "override a template parameter, as Key=Value (repeatable; defaults: "+localDefaults.String()+")")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	for name, p := range map[string]int{"-port": c.port, "-ddb-port": c.ddbPort, "-sfn-port": c.sfnPort} {
+		if p < 0 || p > 65535 {
+			return nil, fmt.Errorf("%s %d: want a port from 0 to 65535", name, p)
 		}
+	}
+	if net.ParseIP(c.sfnAddr) == nil {
+		return nil, fmt.Errorf("-sfn-addr %q: want an IP address, e.g. 127.0.0.1 or 0.0.0.0", c.sfnAddr)
+	}
+	if c.ddbPort != 0 && c.ddbPort == c.sfnPort {
+		return nil, fmt.Errorf("-ddb-port and -sfn-port are both %d", c.ddbPort)
+	}
+	for k, v := range localDefaults {
+		if _, set := c.params[k]; !set {
+			c.params[k] = v
+		}
+	}
+	return c, nil
+}
+
+// stackOptions are the local stack's options for c.
+func (c *config) stackOptions(log *slog.Logger) stack.Options {
+	return stack.Options{
+		APIAddr:            net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)),
+		DynamoDBPort:       c.ddbPort,
+		SFNAddr:            net.JoinHostPort(c.sfnAddr, strconv.Itoa(c.sfnPort)),
+		DataDir:            c.dataDir,
+		Schedules:          true,
+		FirstScheduleAfter: c.firstSweep,
+		Parameters:         c.params,
+		TTLInterval:        c.ttlInterval,
+		TTLLag:             c.ttlLag,
+		Logger:             log,
+	}
+}
+
+func run() error {
+	c, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 
 	level := slog.LevelInfo
-	if *verbose {
+	if c.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
@@ -61,16 +130,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, err := stack.Start(ctx, stack.Options{
-		APIAddr:            fmt.Sprintf("127.0.0.1:%d", *port),
-		DataDir:            *dataDir,
-		Schedules:          true,
-		FirstScheduleAfter: *firstSweep,
-		Parameters:         params,
-		TTLInterval:        *ttlInterval,
-		TTLLag:             *ttlLag,
-		Logger:             log,
-	})
+	st, err := stack.Start(ctx, c.stackOptions(log))
 	if err != nil {
 		return err
 	}
@@ -82,7 +142,7 @@ func run() error {
 		}
 	}()
 
-	if *doSeed {
+	if c.seed {
 		led, err := ledger.New(dynamodb.NewFromConfig(st.AWS), ledger.Config{
 			LedgerTable: st.Tables["LedgerTable"], IdempotencyTable: st.Tables["IdempotencyTable"],
 		})
@@ -98,14 +158,28 @@ func run() error {
 		}
 	}
 
-	fmt.Fprintf(os.Stderr, "\nAPI            %s\nDynamoDB       %s\nStep Functions %s\nTables         %v\nPress Ctrl-C to stop.\n\n",
+	fmt.Fprintf(os.Stderr, "\nAPI            %s\nDynamoDB       %s\nStep Functions %s\nTables         %v\n",
 		st.APIURL, st.DynamoDBEndpoint, st.SFNEndpoint, st.Tables)
+	if ip := net.ParseIP(c.sfnAddr); !ip.IsLoopback() {
+		fmt.Fprintf(os.Stderr, "Warning: the Step Functions endpoint listens on %s, without authentication: anyone who reaches this machine can start executions that move money in the local tables.\n",
+			net.JoinHostPort(c.sfnAddr, portOf(st.SFNEndpoint)))
+	}
+	fmt.Fprint(os.Stderr, "Press Ctrl-C to stop.\n\n")
 	<-ctx.Done()
 	if !errors.Is(context.Cause(ctx), context.Canceled) {
 		return context.Cause(ctx)
 	}
 	fmt.Fprintln(os.Stderr, "stopping")
 	return nil
+}
+
+// portOf is the port of an http://host:port endpoint.
+func portOf(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Port()
 }
 
 // localDefaults are the template parameters the local stack overrides by

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -46,10 +47,19 @@ type Options struct {
 	// DynamoDBEndpoint is a running DynamoDB (Local); "" starts DynamoDB
 	// Local for the stack.
 	DynamoDBEndpoint string
+	// DynamoDBPort is the port of the DynamoDB Local the stack starts; 0
+	// picks a free one. DynamoDB Local listens on all interfaces (it has
+	// no bind option). It cannot be combined with DynamoDBEndpoint.
+	DynamoDBPort int
 	// DataDir keeps DynamoDB Local's data across restarts; "" is in memory.
 	DataDir string
 	// APIAddr is where the API listens; "" is 127.0.0.1 on a free port.
 	APIAddr string
+	// SFNAddr is where the Step Functions endpoint listens, as host:port;
+	// "" is 127.0.0.1 on a free port. An unspecified host (0.0.0.0, ::)
+	// exposes it beyond this machine, as sam local's containers need;
+	// the stack's own clients still reach it on loopback.
+	SFNAddr string
 	// TimeScale multiplies the workflow's retry intervals and timeouts and
 	// the event bus's retry backoff; 0 means 1. Tests use a small scale.
 	TimeScale float64
@@ -81,7 +91,8 @@ type Options struct {
 type Stack struct {
 	// APIURL is the base URL of the REST API, e.g. http://127.0.0.1:3000.
 	APIURL string
-	// DynamoDBEndpoint and SFNEndpoint are the local service endpoints.
+	// DynamoDBEndpoint and SFNEndpoint are the local service endpoints,
+	// on loopback.
 	DynamoDBEndpoint string
 	SFNEndpoint      string
 	// Tables maps a table's logical ID to its name.
@@ -143,8 +154,11 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	}
 	env := cfn.Env{Region: Region, AccountID: AccountID, Parameters: opts.Parameters}
 
+	if opts.DynamoDBEndpoint != "" && opts.DynamoDBPort != 0 {
+		return errors.New("stack: DynamoDBPort is for the DynamoDB Local the stack starts; DynamoDBEndpoint names a running one")
+	}
 	if st.DynamoDBEndpoint = opts.DynamoDBEndpoint; st.DynamoDBEndpoint == "" {
-		st.ddb, err = ddblocal.Start(ctx, ddblocal.Options{DataDir: opts.DataDir, Logger: log.With("component", "dynamodb-local")})
+		st.ddb, err = ddblocal.Start(ctx, ddblocal.Options{DataDir: opts.DataDir, Port: opts.DynamoDBPort, Logger: log.With("component", "dynamodb-local")})
 		if err != nil {
 			return err
 		}
@@ -171,7 +185,11 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 		TimeScale: opts.TimeScale,
 		Logger:    log.With("component", "stepfunctions"),
 	})
-	if st.SFNEndpoint, err = st.SFN.Listen(""); err != nil {
+	sfnEndpoint, err := st.SFN.Listen(opts.SFNAddr)
+	if err != nil {
+		return fmt.Errorf("start Step Functions endpoint: %w", err)
+	}
+	if st.SFNEndpoint, err = loopback(sfnEndpoint, opts.SFNAddr); err != nil {
 		return fmt.Errorf("start Step Functions endpoint: %w", err)
 	}
 
@@ -223,6 +241,30 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	return nil
+}
+
+// loopback turns the endpoint of a server listening on an unspecified
+// address (http://0.0.0.0:PORT, which Go reports as http://[::]:PORT)
+// into one a client on this machine can dial: the same port on loopback,
+// 127.0.0.1 unless the address asked for (addr, host:port) was IPv6.
+// Other endpoints are returned as they are.
+func loopback(endpoint, addr string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", err
+	}
+	ip := net.ParseIP(u.Hostname())
+	if ip == nil || !ip.IsUnspecified() {
+		return endpoint, nil
+	}
+	host := "127.0.0.1"
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		if asked := net.ParseIP(h); asked != nil && asked.To4() == nil {
+			host = "::1"
+		}
+	}
+	u.Host = net.JoinHostPort(host, u.Port())
+	return u.String(), nil
 }
 
 func setDefault(k, v string) {
