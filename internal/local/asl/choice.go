@@ -10,7 +10,8 @@ import (
 // choiceRule is a compiled Choice rule: a boolean combination (And, Or,
 // Not) or a comparison of the Variable against a value or another path.
 type choiceRule struct {
-	next string // top-level rules only
+	next   string   // top-level rules only
+	assign template // top-level rules only; nil when absent
 
 	and, or []*choiceRule
 	not     *choiceRule
@@ -83,7 +84,7 @@ var operators = func() map[string]operator {
 
 // unsupportedRuleFields are choice rule fields of other query languages or
 // newer features.
-var unsupportedRuleFields = map[string]bool{"Condition": true, "Assign": true, "Output": true}
+var unsupportedRuleFields = map[string]bool{"Condition": true, "Output": true}
 
 // compileRule compiles a choice rule object; top is true for the elements
 // of Choices (which carry Next), false for nested rules.
@@ -93,9 +94,9 @@ func compileRule(o *jsonObject, top bool) (*choiceRule, error) {
 	for _, k := range o.keys {
 		switch {
 		case k == "Variable" || k == "Comment":
-		case k == "Next":
+		case k == "Next" || k == "Assign":
 			if !top {
-				return nil, errAt(o.at(k), "Next is only allowed in the top-level rules of Choices")
+				return nil, errAt(o.at(k), "%s is only allowed in the top-level rules of Choices", k)
 			}
 		case k == "And" || k == "Or" || k == "Not":
 			exprs = append(exprs, k)
@@ -113,6 +114,9 @@ func compileRule(o *jsonObject, top bool) (*choiceRule, error) {
 			return nil, err
 		}
 		r.next = next
+		if r.assign, err = compileAssign(o); err != nil {
+			return nil, err
+		}
 	}
 	if _, _, err := o.str("Comment"); err != nil {
 		return nil, err

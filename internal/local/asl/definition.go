@@ -46,6 +46,7 @@ type state struct {
 	outputPath *refPath
 	resultPath *refPath
 
+	assign         template // Assign; nil when absent
 	parameters     template // Task, Pass; nil when absent
 	resultSelector template // Task; nil when absent
 
@@ -119,6 +120,7 @@ type catcher struct {
 	errorEquals []string
 	next        string
 	resultPath  *refPath // nil: discard the error output
+	assign      template // nil when absent
 }
 
 // transitions lists the states a state may go to next.

@@ -9,12 +9,29 @@ import (
 
 // runWait runs a Wait state: it waits the scaled duration and passes its
 // effective input on.
-func (r *runner) runWait(ctx context.Context, st *state, input any, entered time.Time, vars *varScope) (any, *Error) {
+func (r *runner) runWait(ctx context.Context, st *state, input any, entered time.Time, vars *varScope) (any, map[string]any, *Error) {
 	ctxObj := r.contextObject(st, entered, noRetryCount, vars)
 	eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	d, err := r.waitDuration(st, eff, ctxObj)
+	if err != nil {
+		return nil, nil, err
+	}
+	assigned, err := evalAssign(st.assign, eff, ctxObj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d > 0 && r.sleep(ctx, d) != nil {
+		return nil, nil, errInterrupted
+	}
+	out, err := applyPath(st.outputPath, eff, ctxObj, "OutputPath")
+	return out, assigned, err
+}
+
+// waitDuration resolves how long a Wait state waits, scaled.
+func (r *runner) waitDuration(st *state, eff any, ctxObj *evalEnv) (time.Duration, *Error) {
 	var d time.Duration
 	switch {
 	case st.hasWaitSeconds:
@@ -22,11 +39,11 @@ func (r *runner) runWait(ctx context.Context, st *state, input any, entered time
 	case st.waitSecondsPath != nil:
 		v, ok := resolve(st.waitSecondsPath, eff, ctxObj)
 		if !ok {
-			return nil, newError(ErrRuntime, "Invalid path '%s': The SecondsPath parameter does not reference a valid value.", st.waitSecondsPath)
+			return 0, newError(ErrRuntime, "Invalid path '%s': The SecondsPath parameter does not reference a valid value.", st.waitSecondsPath)
 		}
 		n, ok := asInteger(v)
 		if !ok || n < 0 || n > maxSeconds {
-			return nil, newError(ErrRuntime, "The SecondsPath parameter '%s' references %s; it must be an integer between 0 and %d.", st.waitSecondsPath, mustEncode(v), maxSeconds)
+			return 0, newError(ErrRuntime, "The SecondsPath parameter '%s' references %s; it must be an integer between 0 and %d.", st.waitSecondsPath, mustEncode(v), maxSeconds)
 		}
 		d = r.scale(float64(n))
 	case st.hasWaitTimestamp:
@@ -34,19 +51,16 @@ func (r *runner) runWait(ctx context.Context, st *state, input any, entered time
 	case st.waitTimestampPath != nil:
 		v, ok := resolve(st.waitTimestampPath, eff, ctxObj)
 		if !ok {
-			return nil, newError(ErrRuntime, "Invalid path '%s': The TimestampPath parameter does not reference a valid value.", st.waitTimestampPath)
+			return 0, newError(ErrRuntime, "Invalid path '%s': The TimestampPath parameter does not reference a valid value.", st.waitTimestampPath)
 		}
 		s, _ := v.(string)
 		ts, ok := parseTimestamp(s)
 		if !ok {
-			return nil, newError(ErrRuntime, "The TimestampPath parameter '%s' references %s, which is not an ISO 8601 timestamp.", st.waitTimestampPath, mustEncode(v))
+			return 0, newError(ErrRuntime, "The TimestampPath parameter '%s' references %s, which is not an ISO 8601 timestamp.", st.waitTimestampPath, mustEncode(v))
 		}
 		d = r.scaleUntil(ts)
 	}
-	if d > 0 && r.sleep(ctx, d) != nil {
-		return nil, errInterrupted
-	}
-	return applyPath(st.outputPath, eff, ctxObj, "OutputPath")
+	return d, nil
 }
 
 // scaleUntil is the time left until t, applying Options.TimeScale; 0 when
@@ -113,14 +127,14 @@ start:
 // the effective input, concurrently; the output is the array of the
 // branches' outputs in branch order. A failing branch stops the others and
 // fails the state with its error.
-func (r *runner) parallelAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int, vars *varScope) (any, json.RawMessage, *Error) {
+func (r *runner) parallelAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int, vars *varScope) (any, json.RawMessage, map[string]any, *Error) {
 	ctxObj := r.contextObject(st, entered, retryCount, vars)
 	eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err == nil {
 		eff, err = applyTemplate(st.parameters, eff, ctxObj)
 	}
 	if err != nil {
-		return nil, nil, inState(st, err)
+		return nil, nil, nil, inState(st, err)
 	}
 	r.emit(HistoryEvent{Type: "ParallelStateStarted", StateName: st.name})
 	results, _, first := r.runAll(ctx, len(st.branches), 0, false, func(bctx context.Context, i int) (any, *Error) {
@@ -128,20 +142,24 @@ func (r *runner) parallelAttempt(ctx context.Context, st *state, input any, ente
 		return out, e
 	})
 	if ctx.Err() != nil {
-		return nil, nil, errInterrupted
+		return nil, nil, nil, errInterrupted
 	}
 	if first != nil {
 		r.emit(HistoryEvent{Type: "ParallelStateFailed", StateName: st.name, Error: first.Name, Cause: first.Cause})
-		return nil, nil, first
+		return nil, nil, nil, first
 	}
 	r.emit(HistoryEvent{Type: "ParallelStateSucceeded", StateName: st.name})
 	return r.finishResult(st, input, results, ctxObj)
 }
 
-// finishResult applies ResultSelector, ResultPath and OutputPath to the
-// result of a Parallel or Map state.
-func (r *runner) finishResult(st *state, input any, result any, ctxObj *evalEnv) (any, json.RawMessage, *Error) {
+// finishResult applies ResultSelector, Assign, ResultPath and OutputPath
+// to the result of a Task, Parallel or Map state.
+func (r *runner) finishResult(st *state, input any, result any, ctxObj *evalEnv) (any, json.RawMessage, map[string]any, *Error) {
 	out, err := applyTemplate(st.resultSelector, result, ctxObj)
+	var assigned map[string]any
+	if err == nil {
+		assigned, err = evalAssign(st.assign, out, ctxObj)
+	}
 	if err == nil {
 		out, err = applyResultPath(st.resultPath, input, out)
 	}
@@ -153,9 +171,9 @@ func (r *runner) finishResult(st *state, input any, result any, ctxObj *evalEnv)
 		raw, err = encodeOutput(out)
 	}
 	if err != nil {
-		return nil, nil, inState(st, err)
+		return nil, nil, nil, inState(st, err)
 	}
-	return out, raw, nil
+	return out, raw, assigned, nil
 }
 
 // mapAttempt runs one attempt of an inline Map state: the ItemProcessor
@@ -168,19 +186,19 @@ func (r *runner) finishResult(st *state, input any, result any, ctxObj *evalEnv)
 // runs; the state fails with States.ExceedToleratedFailureThreshold when
 // more iterations failed than tolerated, and otherwise the output holds
 // {"Error","Cause"} in the place of each failed iteration.
-func (r *runner) mapAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int, vars *varScope) (any, json.RawMessage, *Error) {
+func (r *runner) mapAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int, vars *varScope) (any, json.RawMessage, map[string]any, *Error) {
 	ctxObj := r.contextObject(st, entered, retryCount, vars)
 	eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err != nil {
-		return nil, nil, inState(st, err)
+		return nil, nil, nil, inState(st, err)
 	}
 	items, limit, err := r.mapSetup(st, eff, ctxObj)
 	if err != nil {
-		return nil, nil, inState(st, err)
+		return nil, nil, nil, inState(st, err)
 	}
 	maxCount, maxPercent, err := r.mapTolerance(st, eff, ctxObj)
 	if err != nil {
-		return nil, nil, inState(st, err)
+		return nil, nil, nil, inState(st, err)
 	}
 	r.emit(HistoryEvent{Type: "MapStateStarted", StateName: st.name})
 	results, errs, first := r.runAll(ctx, len(items), limit, st.tolerance, func(ictx context.Context, i int) (any, *Error) {
@@ -208,15 +226,15 @@ func (r *runner) mapAttempt(ctx context.Context, st *state, input any, entered t
 		return out, e
 	})
 	if ctx.Err() != nil {
-		return nil, nil, errInterrupted
+		return nil, nil, nil, errInterrupted
 	}
 	if first != nil && first.Name == ErrRuntime {
 		r.emit(HistoryEvent{Type: "MapStateFailed", StateName: st.name, Error: first.Name, Cause: first.Cause})
-		return nil, nil, first
+		return nil, nil, nil, first
 	}
 	if first != nil && !st.tolerance {
 		r.emit(HistoryEvent{Type: "MapStateFailed", StateName: st.name, Error: first.Name, Cause: first.Cause})
-		return nil, nil, first
+		return nil, nil, nil, first
 	}
 	failed := 0
 	for i, e := range errs {
@@ -228,7 +246,7 @@ func (r *runner) mapAttempt(ctx context.Context, st *state, input any, entered t
 	if (maxCount >= 0 && int64(failed) > maxCount) || (maxPercent >= 0 && float64(failed)*100 > maxPercent*float64(len(items))) {
 		e := newError("States.ExceedToleratedFailureThreshold", "The specified tolerated failure threshold was exceeded: %d of %d iterations failed.", failed, len(items))
 		r.emit(HistoryEvent{Type: "MapStateFailed", StateName: st.name, Error: e.Name, Cause: e.Cause})
-		return nil, nil, e
+		return nil, nil, nil, e
 	}
 	r.emit(HistoryEvent{Type: "MapStateSucceeded", StateName: st.name})
 	return r.finishResult(st, input, results, ctxObj)

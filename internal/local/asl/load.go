@@ -18,17 +18,17 @@ const (
 
 // Fields each supported state type accepts.
 var stateFields = map[string][]string{
-	typeTask: {"Type", "Comment", "QueryLanguage", "Resource", "Parameters", "ResultSelector",
+	typeTask: {"Type", "Comment", "QueryLanguage", "Assign", "Resource", "Parameters", "ResultSelector",
 		"ResultPath", "OutputPath", "InputPath", "Retry", "Catch", "TimeoutSeconds", "TimeoutSecondsPath",
 		"HeartbeatSeconds", "HeartbeatSecondsPath", "Next", "End"},
-	typePass:    {"Type", "Comment", "QueryLanguage", "Result", "ResultPath", "Parameters", "InputPath", "OutputPath", "Next", "End"},
-	typeChoice:  {"Type", "Comment", "QueryLanguage", "Choices", "Default", "InputPath", "OutputPath"},
+	typePass:    {"Type", "Comment", "QueryLanguage", "Assign", "Result", "ResultPath", "Parameters", "InputPath", "OutputPath", "Next", "End"},
+	typeChoice:  {"Type", "Comment", "QueryLanguage", "Assign", "Choices", "Default", "InputPath", "OutputPath"},
 	typeSucceed: {"Type", "Comment", "QueryLanguage", "InputPath", "OutputPath"},
 	typeFail:    {"Type", "Comment", "QueryLanguage", "Error", "Cause", "ErrorPath", "CausePath"},
-	typeWait:    {"Type", "Comment", "QueryLanguage", "Seconds", "SecondsPath", "Timestamp", "TimestampPath", "InputPath", "OutputPath", "Next", "End"},
-	typeParallel: {"Type", "Comment", "QueryLanguage", "Branches", "InputPath", "OutputPath", "ResultPath", "Parameters",
+	typeWait:    {"Type", "Comment", "QueryLanguage", "Assign", "Seconds", "SecondsPath", "Timestamp", "TimestampPath", "InputPath", "OutputPath", "Next", "End"},
+	typeParallel: {"Type", "Comment", "QueryLanguage", "Assign", "Branches", "InputPath", "OutputPath", "ResultPath", "Parameters",
 		"ResultSelector", "Retry", "Catch", "Next", "End"},
-	typeMap: {"Type", "Comment", "QueryLanguage", "ItemsPath", "ItemSelector", "Parameters", "ItemProcessor", "Iterator",
+	typeMap: {"Type", "Comment", "QueryLanguage", "Assign", "ItemsPath", "ItemSelector", "Parameters", "ItemProcessor", "Iterator",
 		"MaxConcurrency", "MaxConcurrencyPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath",
 		"ToleratedFailureCount", "ToleratedFailureCountPath", "InputPath", "OutputPath", "ResultPath", "ResultSelector",
 		"Retry", "Catch", "Next", "End"},
@@ -41,7 +41,7 @@ var unsupportedStateTypes = map[string]bool{}
 // unsupportedFields are valid ASL state fields this runtime does not
 // implement.
 var unsupportedFields = map[string]bool{
-	"Credentials": true, "Arguments": true, "Output": true, "Assign": true, "Items": true,
+	"Credentials": true, "Arguments": true, "Output": true, "Items": true,
 }
 
 // distributedMapFields are the Map fields of Distributed Map only.
@@ -96,6 +96,9 @@ func parseDefinition(data []byte, opts Options) (*definition, error) {
 	}
 	def, err := parseStateMachine(top, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkScopes(def, nil, ""); err != nil {
 		return nil, err
 	}
 	if def.timeoutSeconds, _, err = top.integer("TimeoutSeconds", 1, maxSeconds); err != nil {
@@ -239,6 +242,9 @@ func parseState(place, name string, raw json.RawMessage, names map[string]bool, 
 	if err != nil {
 		return nil, err
 	}
+	if st.assign, err = compileAssign(o); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -336,6 +342,9 @@ func (p *stateParser) pathField(o *jsonObject, key string, allowContext bool) (*
 	}
 	if path.context && !allowContext {
 		return nil, errAt(o.at(key), "must be a reference path into the state input, not the context object ($$)")
+	}
+	if path.variable != "" && !allowContext {
+		return nil, errAt(o.at(key), "must be a reference path into the state input, not a variable ($%s)", path.variable)
 	}
 	return path, nil
 }
@@ -528,7 +537,7 @@ func (p *stateParser) catchers() ([]catcher, error) {
 		}
 		for _, k := range o.keys {
 			switch {
-			case k == "ErrorEquals" || k == "Next" || k == "ResultPath" || k == "Comment":
+			case k == "ErrorEquals" || k == "Next" || k == "ResultPath" || k == "Comment" || k == "Assign":
 			case unsupportedFields[k]:
 				return nil, errAt(o.at(k), "field %q is not supported by the local runtime", k)
 			default:
@@ -548,6 +557,9 @@ func (p *stateParser) catchers() ([]catcher, error) {
 		}
 		c.next = next
 		if c.resultPath, err = p.pathField(o, "ResultPath", false); err != nil {
+			return nil, err
+		}
+		if c.assign, err = compileAssign(o); err != nil {
 			return nil, err
 		}
 		if _, _, err := o.str("Comment"); err != nil {

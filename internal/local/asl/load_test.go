@@ -39,7 +39,6 @@ func TestLoadRejects(t *testing.T) {
 		{"credentials", taskDef(`"Credentials":{"RoleArn":"x"}`),
 			`States.T.Credentials: field "Credentials" is not supported`},
 		{"arguments", taskDef(`"Arguments":{}`), `States.T.Arguments: field "Arguments" is not supported`},
-		{"assign", passDef(`"Assign":{"x":1}`), `States.P.Assign: field "Assign" is not supported`},
 		{"unknown field", taskDef(`"Retries":[]`), `test.asl.json: States.T.Retries: unknown field "Retries"`},
 		{"field of another state type", passDef(`"Resource":"r"`), `States.P.Resource: field "Resource" is not valid in a Pass state`},
 		{"unknown top-level field", `{"StartAt":"P","Foo":1,"States":{"P":{"Type":"Succeed"}}}`, `test.asl.json: Foo: unknown top-level field "Foo"`},

@@ -205,19 +205,20 @@ func (r *runner) runState(ctx context.Context, st *state, input any, vars *varSc
 	var out any
 	var rawOut json.RawMessage
 	var next string
+	var assigned map[string]any
 	var err *Error
 	switch st.typ {
 	case typeTask, typeParallel, typeMap:
 		// These check their output size themselves: the error is catchable.
-		out, rawOut, next, err = r.runRetrying(ctx, st, input, entered, vars)
+		out, rawOut, next, assigned, err = r.runRetrying(ctx, st, input, entered, vars)
 		if err != nil {
 			return nil, nil, "", err
 		}
 	case typePass:
-		out, err = r.runPass(st, input, entered, vars)
+		out, assigned, err = r.runPass(st, input, entered, vars)
 		next = st.next
 	case typeChoice:
-		out, next, err = r.runChoice(st, input, entered, vars)
+		out, next, assigned, err = r.runChoice(st, input, entered, vars)
 	case typeSucceed:
 		ctxObj := r.contextObject(st, entered, 0, vars)
 		if out, err = applyPath(st.inputPath, input, ctxObj, "InputPath"); err == nil {
@@ -226,11 +227,15 @@ func (r *runner) runState(ctx context.Context, st *state, input any, vars *varSc
 	case typeFail:
 		return nil, nil, "", r.runFail(st, input, entered, vars)
 	case typeWait:
-		out, err = r.runWait(ctx, st, input, entered, vars)
+		out, assigned, err = r.runWait(ctx, st, input, entered, vars)
 		next = st.next
 	}
 	if err == nil && rawOut == nil {
 		rawOut, err = encodeOutput(out)
+	}
+	if err == nil {
+		// The state's assignments take effect once it has completed.
+		err = vars.assign(assigned)
 	}
 	if err != nil {
 		return nil, nil, "", inState(st, err)
@@ -257,48 +262,58 @@ func inState(st *state, e *Error) *Error {
 	return &Error{Name: e.Name, Cause: fmt.Sprintf("An error occurred while executing the state '%s'. %s", st.name, e.Cause)}
 }
 
-func (r *runner) runPass(st *state, input any, entered time.Time, vars *varScope) (any, *Error) {
+func (r *runner) runPass(st *state, input any, entered time.Time, vars *varScope) (any, map[string]any, *Error) {
 	ctxObj := r.contextObject(st, entered, noRetryCount, vars)
 	result := st.result
 	if !st.hasResult {
 		eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if eff, err = applyTemplate(st.parameters, eff, ctxObj); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		result = eff
 	}
+	assigned, err := evalAssign(st.assign, result, ctxObj)
+	if err != nil {
+		return nil, nil, err
+	}
 	out, err := applyResultPath(st.resultPath, input, result)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return applyPath(st.outputPath, out, ctxObj, "OutputPath")
+	out, err = applyPath(st.outputPath, out, ctxObj, "OutputPath")
+	return out, assigned, err
 }
 
-func (r *runner) runChoice(st *state, input any, entered time.Time, vars *varScope) (any, string, *Error) {
+func (r *runner) runChoice(st *state, input any, entered time.Time, vars *varScope) (any, string, map[string]any, *Error) {
 	ctxObj := r.contextObject(st, entered, 0, vars)
 	eff, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	next := st.defaultNext
+	// The Default takes the state's own Assign; a matching rule its own.
+	next, assign := st.defaultNext, st.assign
 	for _, rule := range st.choices {
 		ok, rerr := rule.eval(eff, ctxObj)
 		if rerr != nil {
-			return nil, "", asError(rerr)
+			return nil, "", nil, asError(rerr)
 		}
 		if ok {
-			next = rule.next
+			next, assign = rule.next, rule.assign
 			break
 		}
 	}
 	if next == "" {
-		return nil, "", newError(ErrNoChoiceMatched, "No Choice rule matched the input and the state has no Default.")
+		return nil, "", nil, newError(ErrNoChoiceMatched, "No Choice rule matched the input and the state has no Default.")
+	}
+	assigned, err := evalAssign(assign, eff, ctxObj)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	out, err := applyPath(st.outputPath, eff, ctxObj, "OutputPath")
-	return out, next, err
+	return out, next, assigned, err
 }
 
 func (r *runner) runFail(st *state, input any, entered time.Time, vars *varScope) *Error {

@@ -12,26 +12,27 @@ import (
 
 // runRetrying executes a Task, Parallel or Map state with its Retry and
 // Catch policy and returns its output and next state.
-func (r *runner) runRetrying(ctx context.Context, st *state, input any, entered time.Time, vars *varScope) (any, json.RawMessage, string, *Error) {
+func (r *runner) runRetrying(ctx context.Context, st *state, input any, entered time.Time, vars *varScope) (any, json.RawMessage, string, map[string]any, *Error) {
 	attempts := make([]int64, len(st.retry)) // retries used, per retrier
 	retryCount := 0
 	for {
 		var out any
 		var raw json.RawMessage
+		var assigned map[string]any
 		var err *Error
 		switch st.typ {
 		case typeParallel:
-			out, raw, err = r.parallelAttempt(ctx, st, input, entered, retryCount, vars)
+			out, raw, assigned, err = r.parallelAttempt(ctx, st, input, entered, retryCount, vars)
 		case typeMap:
-			out, raw, err = r.mapAttempt(ctx, st, input, entered, retryCount, vars)
+			out, raw, assigned, err = r.mapAttempt(ctx, st, input, entered, retryCount, vars)
 		default:
-			out, raw, err = r.taskAttempt(ctx, st, input, entered, retryCount, vars)
+			out, raw, assigned, err = r.taskAttempt(ctx, st, input, entered, retryCount, vars)
 		}
 		if err == nil {
-			return out, raw, st.next, nil
+			return out, raw, st.next, assigned, nil
 		}
 		if ctx.Err() != nil || err.Name == ErrRuntime {
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 		if i := matchRetrier(st.retry, err.Name); i >= 0 && attempts[i] < st.retry[i].maxAttempts {
 			d := r.scale(st.retry[i].delaySeconds(attempts[i]))
@@ -41,7 +42,7 @@ func (r *runner) runRetrying(ctx context.Context, st *state, input any, entered 
 			attempts[i]++
 			retryCount++
 			if r.sleep(ctx, d) != nil {
-				return nil, nil, "", errInterrupted
+				return nil, nil, "", nil, errInterrupted
 			}
 			continue
 		}
@@ -49,17 +50,24 @@ func (r *runner) runRetrying(ctx context.Context, st *state, input any, entered 
 			if !errorMatches(c.errorEquals, err.Name) {
 				continue
 			}
-			out, perr := applyResultPath(c.resultPath, input, map[string]any{"Error": err.Name, "Cause": err.Cause})
+			// The catcher's Assign reads the error output; the state's own
+			// Assign does not apply.
+			errorOutput := map[string]any{"Error": err.Name, "Cause": err.Cause}
+			assigned, perr := evalAssign(c.assign, errorOutput, r.contextObject(st, entered, retryCount, vars))
 			if perr != nil {
-				return nil, nil, "", inState(st, perr)
+				return nil, nil, "", nil, inState(st, perr)
+			}
+			out, perr := applyResultPath(c.resultPath, input, errorOutput)
+			if perr != nil {
+				return nil, nil, "", nil, inState(st, perr)
 			}
 			raw, perr := encodeOutput(out)
 			if perr != nil {
-				return nil, nil, "", inState(st, perr)
+				return nil, nil, "", nil, inState(st, perr)
 			}
-			return out, raw, c.next, nil
+			return out, raw, c.next, assigned, nil
 		}
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 }
 
@@ -101,7 +109,7 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) error {
 
 // taskAttempt runs one attempt of a Task state: InputPath, Parameters, the
 // invocation, ResultSelector, ResultPath and OutputPath.
-func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int, vars *varScope) (any, json.RawMessage, *Error) {
+func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered time.Time, retryCount int, vars *varScope) (any, json.RawMessage, map[string]any, *Error) {
 	ctxObj := r.contextObject(st, entered, retryCount, vars)
 	params, err := applyPath(st.inputPath, input, ctxObj, "InputPath")
 	if err == nil {
@@ -112,18 +120,18 @@ func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered 
 		timeout, heartbeat, err = r.taskTimeouts(st, input, ctxObj)
 	}
 	if err != nil {
-		return nil, nil, inState(st, err)
+		return nil, nil, nil, inState(st, err)
 	}
 	rawParams, err := encodeOutput(params)
 	if err != nil {
-		return nil, nil, inState(st, err)
+		return nil, nil, nil, inState(st, err)
 	}
 	r.emit(HistoryEvent{Type: "TaskScheduled", StateName: st.name, Resource: st.resource, Input: rawParams})
 	r.emit(HistoryEvent{Type: "TaskStarted", StateName: st.name, Resource: st.resource})
 
 	rawResult, err := r.invoke(ctx, st, rawParams, timeout, heartbeat)
 	if err == errInterrupted {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err == nil && len(rawResult) > maxPayloadBytes {
 		err = newError(ErrDataLimitExceeded, "the task result has %d bytes, more than the limit of %d", len(rawResult), maxPayloadBytes)
@@ -141,26 +149,12 @@ func (r *runner) taskAttempt(ctx context.Context, st *state, input any, entered 
 			typ = "TaskTimedOut"
 		}
 		r.emit(HistoryEvent{Type: typ, StateName: st.name, Resource: st.resource, Error: err.Name, Cause: err.Cause})
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rawResult, _ = encodeValue(result) // normalized: compact, null for an empty result
 	r.emit(HistoryEvent{Type: "TaskSucceeded", StateName: st.name, Resource: st.resource, Output: rawResult})
 
-	out, err := applyTemplate(st.resultSelector, result, ctxObj)
-	if err == nil {
-		out, err = applyResultPath(st.resultPath, input, out)
-	}
-	if err == nil {
-		out, err = applyPath(st.outputPath, out, ctxObj, "OutputPath")
-	}
-	var raw json.RawMessage
-	if err == nil {
-		raw, err = encodeOutput(out)
-	}
-	if err != nil {
-		return nil, nil, inState(st, err)
-	}
-	return out, raw, nil
+	return r.finishResult(st, input, result, ctxObj)
 }
 
 // taskTimeouts resolves a task's TimeoutSeconds(Path) and

@@ -5,11 +5,12 @@ package asl
 // the scopes around it.
 type varScope struct {
 	vals   map[string]any
+	sizes  map[string]int // encoded size of each value
 	parent *varScope
 }
 
 func newVarScope(parent *varScope) *varScope {
-	return &varScope{vals: map[string]any{}, parent: parent}
+	return &varScope{vals: map[string]any{}, sizes: map[string]int{}, parent: parent}
 }
 
 // evalEnv is what paths and intrinsic functions read besides the state

@@ -60,30 +60,37 @@ func TestWaitParallelMapThroughEndpoint(t *testing.T) {
 	assertJSONEqual(t, "output", aws.ToString(out.Output), `{"doubled":[{"doubled":2},{"doubled":4},{"doubled":6}],"count":3}`)
 }
 
-// heartbeatMachine calls a Lambda function with a heartbeat, as a team
-// would write it for AWS; a Lambda task sends no heartbeats, so a call
-// that lasts longer than HeartbeatSeconds times out.
-const heartbeatMachine = `{
-  "StartAt": "Call",
+// assignHeartbeatMachine keeps data in variables and calls a Lambda
+// function with a heartbeat, as a team would write it for AWS; a Lambda
+// task sends no heartbeats, so a call that lasts longer than
+// HeartbeatSeconds times out, and the catcher's Assign records the error.
+const assignHeartbeatMachine = `{
+  "StartAt": "Remember",
   "States": {
+    "Remember": {"Type": "Pass", "Assign": {"transferId.$": "$.transfer", "attempt": 1}, "Next": "Call"},
     "Call": {
       "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
-      "Parameters": {"FunctionName": "block", "Payload.$": "$"},
+      "Parameters": {"FunctionName": "block", "Payload": {"transfer.$": "$transferId"}},
       "HeartbeatSeconds": 1, "TimeoutSeconds": 60,
-      "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout"], "ResultPath": "$.failure", "Next": "Late"}],
-      "End": true
+      "Assign": {"outcome": "answered"},
+      "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout"], "Assign": {"outcome.$": "$.Error"}, "ResultPath": null, "Next": "Report"}],
+      "Next": "Report"
     },
-    "Late": {"Type": "Pass", "End": true}
+    "Report": {"Type": "Pass", "Parameters": {"transfer.$": "$transferId", "attempt.$": "$attempt", "outcome.$": "$outcome"}, "End": true}
   }
 }`
 
-// TestHeartbeatThroughEndpoint runs a Lambda task with HeartbeatSeconds
-// unchanged through the Step Functions endpoint: the call outlasts the
-// heartbeat, the catcher sees States.HeartbeatTimeout and the history has
-// the TaskTimedOut event.
-func TestHeartbeatThroughEndpoint(t *testing.T) {
-	env := newTestEnv(t, map[string]string{"Heartbeat": heartbeatMachine}, nil)
-	arn := env.start(t, "Heartbeat", "hb-1", `{"transfer":"t1"}`)
+// TestAssignAndHeartbeatThroughEndpoint runs a definition with variables
+// and a Lambda task with HeartbeatSeconds unchanged through the Step
+// Functions endpoint: the call outlasts the heartbeat, the catcher sees
+// States.HeartbeatTimeout and assigns it, and the history has the
+// TaskTimedOut event.
+func TestAssignAndHeartbeatThroughEndpoint(t *testing.T) {
+	env := newTestEnv(t, map[string]string{"AssignHeartbeat": assignHeartbeatMachine}, nil)
+	arn := env.start(t, "AssignHeartbeat", "hb-1", `{"transfer":"t1"}`)
+	if payload := env.blocker.awaitStart(t); payload != `{"transfer":"t1"}` {
+		t.Errorf("the function got %s, want the transfer read from the variable", payload)
+	}
 	env.wait(t, arn)
 	out, err := env.client.DescribeExecution(testContext(t), &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
 	if err != nil {
@@ -92,16 +99,7 @@ func TestHeartbeatThroughEndpoint(t *testing.T) {
 	if out.Status != types.ExecutionStatusSucceeded {
 		t.Fatalf("status %s: %s %s", out.Status, aws.ToString(out.Error), aws.ToString(out.Cause))
 	}
-	var got struct {
-		Transfer string
-		Failure  struct{ Error string }
-	}
-	if err := json.Unmarshal([]byte(aws.ToString(out.Output)), &got); err != nil {
-		t.Fatalf("output %s: %v", aws.ToString(out.Output), err)
-	}
-	if got.Transfer != "t1" || got.Failure.Error != "States.HeartbeatTimeout" {
-		t.Fatalf("output = %s, want the input with failure.Error States.HeartbeatTimeout", aws.ToString(out.Output))
-	}
+	assertJSONEqual(t, "output", aws.ToString(out.Output), `{"transfer":"t1","attempt":1,"outcome":"States.HeartbeatTimeout"}`)
 	ev := findEvent(t, history(t, env, arn, false), types.HistoryEventTypeTaskTimedOut)
 	if d := ev.TaskTimedOutEventDetails; d == nil || aws.ToString(d.Error) != "States.HeartbeatTimeout" {
 		t.Fatalf("TaskTimedOut details = %+v", d)
