@@ -80,6 +80,7 @@ type Server struct {
 	closing    bool
 	running    sync.WaitGroup
 	httpServer *http.Server
+	addr       string // the listener's address, once listening
 	loaded     atomic.Uint64 // state machines loaded, for their jitter sources
 }
 
@@ -211,6 +212,7 @@ func (s *Server) Listen(addr string) (string, error) {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.httpServer = srv
+	s.addr = ln.Addr().String()
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("serve", "err", err)
@@ -219,6 +221,15 @@ func (s *Server) Listen(addr string) (string, error) {
 	endpoint := "http://" + ln.Addr().String()
 	s.log.Info("listening", "endpoint", endpoint)
 	return endpoint, nil
+}
+
+// Addr is the address the endpoint listens on ("" before Listen), as the
+// listener reports it: "0.0.0.0:PORT" or "[::]:PORT" when it listens on
+// every interface.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
 }
 
 // Close aborts running executions, waits for them to finish and stops
