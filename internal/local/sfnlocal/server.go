@@ -80,7 +80,7 @@ type Server struct {
 	closing    bool
 	running    sync.WaitGroup
 	httpServer *http.Server
-	addr       string // the listener's address, once listening
+	addr       string        // the listener's address, once listening
 	loaded     atomic.Uint64 // state machines loaded, for their jitter sources
 }
 
