@@ -413,8 +413,11 @@ func leaves(v any, out []any) []any {
 type exactSet struct {
 	strings map[string]bool
 	numbers []*big.Float
-	bools   [2]bool // false, true
-	null    bool
+	// literals are numbers beyond big.Float's exponent range (1e99999999999),
+	// matched by their text.
+	literals map[string]bool
+	bools    [2]bool // false, true
+	null     bool
 }
 
 func (s *exactSet) add(v any) {
@@ -427,6 +430,11 @@ func (s *exactSet) add(v any) {
 	case json.Number:
 		if f, ok := parseNumber(v); ok {
 			s.numbers = append(s.numbers, f)
+		} else {
+			if s.literals == nil {
+				s.literals = make(map[string]bool)
+			}
+			s.literals[string(v)] = true
 		}
 	case bool:
 		if v {
@@ -440,7 +448,7 @@ func (s *exactSet) add(v any) {
 }
 
 func (s exactSet) empty() bool {
-	return len(s.strings) == 0 && len(s.numbers) == 0 && !s.bools[0] && !s.bools[1] && !s.null
+	return len(s.strings) == 0 && len(s.numbers) == 0 && len(s.literals) == 0 && !s.bools[0] && !s.bools[1] && !s.null
 }
 
 func (s exactSet) has(v any) bool {
@@ -449,7 +457,10 @@ func (s exactSet) has(v any) bool {
 		return s.strings[v]
 	case json.Number:
 		f, ok := parseNumber(v)
-		return ok && slices.ContainsFunc(s.numbers, func(n *big.Float) bool { return n.Cmp(f) == 0 })
+		if !ok {
+			return s.literals[string(v)]
+		}
+		return slices.ContainsFunc(s.numbers, func(n *big.Float) bool { return n.Cmp(f) == 0 })
 	case bool:
 		if v {
 			return s.bools[1]
