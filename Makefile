@@ -16,7 +16,7 @@ CHECKOV_VERSION := 3.3.30
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: all deps local test bench chaos lint lint-template build sam-validate deploy clean
+.PHONY: all deps local test fuzz fuzz-ci bench chaos lint lint-template build sam-validate deploy clean
 
 all: lint test build
 
@@ -47,6 +47,32 @@ test: deps
 chaos: deps
 	CHAOS_OPS=$(or $(CHAOS_OPS),10000) $(GO) test -race -count=1 -tags integration -timeout 30m \
 	  -run '^TestChaos$$' -v ./internal/chaos/
+
+# Fuzz targets, package:Name. Plain `go test` (make test) runs their seed
+# corpora; `make fuzz` fuzzes each for FUZZTIME, one at a time, and
+# `make fuzz-ci` for FUZZ_CI_TIME. A failing input is written under the
+# package's testdata/fuzz/<Name>/: keep it there as a seed once fixed.
+FUZZ_TARGETS := \
+	./idempotency:FuzzValidateKey \
+	./idempotency:FuzzRecordKey \
+	./internal/transfer:FuzzParse \
+	./internal/transfer:FuzzFingerprintDistinct \
+	./internal/local/apigw:FuzzEvent \
+	./internal/local/asl:FuzzPath \
+	./internal/local/asl:FuzzIntrinsic \
+	./internal/local/eventbus:FuzzPattern \
+	./internal/local/eventbus:FuzzPatternFromEvent
+FUZZTIME ?= 60s
+FUZZ_CI_TIME ?= 10s
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} || exit 1; \
+	done
+
+fuzz-ci:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_CI_TIME)
 
 # Orchestrator benchmarks against DynamoDB Local and the local Step
 # Functions endpoint; fails if the critical path makes more remote calls
