@@ -187,8 +187,15 @@ func TestParallelRetry(t *testing.T) {
 	  "Retry":[{"ErrorEquals":["Flaky"],"MaxAttempts":1}],"End":true}}}`
 	r := runDef(t, def, inv, `{"x":1}`)
 	wantSucceeded(t, r, `["ok",{"x":1}]`)
-	if n := len(inv.invocations()); n != 4 {
-		t.Fatalf("%d invocations, want 4 (both branches twice)", n)
+	// The retry runs the whole state again: the flaky branch twice. The
+	// other branch runs on the retry, and on the first try too unless the
+	// failing branch cancelled it before it began.
+	count := map[string]int{}
+	for _, c := range inv.invocations() {
+		count[c.resource]++
+	}
+	if count["flaky"] != 2 || count["echo"] < 1 || count["echo"] > 2 {
+		t.Fatalf("invocations %v, want flaky twice and echo once or twice", count)
 	}
 }
 
