@@ -114,20 +114,41 @@ type answer struct {
 }
 
 type transferView struct {
-	ID     string `json:"transferId"`
-	Status string `json:"status"`
+	ID      string `json:"transferId"`
+	Status  string `json:"status"`
+	Failure *struct {
+		Code     string `json:"code"`
+		Reversed bool   `json:"reversed"`
+	} `json:"failure"`
+}
+
+// outcome names a transfer's state for the report: its status, the
+// problem code of a refusal and, when that code is the generic
+// transfer_failed, the workflow's failure code.
+func (t transferView) outcome(code string) string {
+	o := t.Status
+	if code != "" {
+		o += " " + code
+	}
+	if t.Failure != nil && (code == "transfer_failed" || code == "") && t.Failure.Code != "" {
+		o += " (" + t.Failure.Code + ")"
+	}
+	if t.Failure != nil && t.Failure.Reversed {
+		o += " reversed"
+	}
+	return o
 }
 
 // terminal reports whether a transfer status is final.
 func terminal(status string) bool { return status == "COMPLETED" || status == "FAILED" }
 
 type body struct {
-	TransferID string        `json:"transferId"`
-	Status     string        `json:"status"`
-	Code       string        `json:"code"`
-	Transfer   *transferView `json:"transfer"`
-	Balance    *int64        `json:"balance"`
-	Currency   string        `json:"currency"`
+	TransferID string          `json:"transferId"`
+	Status     json.RawMessage `json:"status"` // a transfer's state; a problem's HTTP status
+	Code       string          `json:"code"`
+	Transfer   *transferView   `json:"transfer"`
+	Balance    *int64          `json:"balance"`
+	Currency   string          `json:"currency"`
 }
 
 // maxBody bounds how much of an answer is read.
@@ -171,7 +192,8 @@ func (c *client) do(ctx context.Context, method, path string, headers map[string
 		case b.Transfer != nil:
 			a.Transfer = *b.Transfer
 		case b.TransferID != "":
-			a.Transfer = transferView{ID: b.TransferID, Status: b.Status}
+			a.Transfer.ID = b.TransferID
+			_ = json.Unmarshal(b.Status, &a.Transfer.Status)
 		}
 		if b.Balance != nil {
 			a.Balance = *b.Balance

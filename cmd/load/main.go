@@ -321,11 +321,11 @@ func report(w io.Writer, cfg config, r *result) {
 	writeHistogram(w, r.stats.histogram())
 	fmt.Fprintln(w, "\nlatency")
 	r.stats.writeLatency(w)
-	fmt.Fprintf(w, "\ntransfers: %d accepted, settled %s after the load:", r.accepted, r.settled.Round(time.Millisecond))
+	var outcomes []string
 	for _, o := range sortedKeys(r.outcomes) {
-		fmt.Fprintf(w, " %s %d,", o, r.outcomes[o])
+		outcomes = append(outcomes, fmt.Sprintf("%s %d", o, r.outcomes[o]))
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "\ntransfers: %d accepted, all settled %s after the load: %s\n", r.accepted, r.settled.Round(time.Millisecond), strings.Join(outcomes, ", "))
 	for _, c := range sortedKeys(r.before) {
 		after := "?"
 		if v, ok := r.after[c]; ok {

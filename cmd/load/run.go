@@ -72,8 +72,9 @@ type keyState struct {
 	// stored: an answer carried the key's transfer.
 	stored bool
 	// transferID, status and code are those of the latest answer with
-	// the transfer (code: its problem's, for a refused transfer).
-	transferID, status, code string
+	// the transfer (code: its problem's, for a refused transfer);
+	// outcome names its state for the report.
+	transferID, status, code, outcome string
 }
 
 // tracker holds every key of a run. It is safe for concurrent use.
@@ -137,6 +138,7 @@ func (t *tracker) outcome(k *keyState, a answer, err error) string {
 		t.stored = append(t.stored, k)
 	}
 	k.transferID, k.status, k.code = a.Transfer.ID, a.Transfer.Status, a.Code
+	k.outcome = a.Transfer.outcome(a.Code)
 	return ""
 }
 
@@ -431,11 +433,7 @@ func (r *result) verify(tr *tracker, left []*keyState) {
 		}
 		r.accepted++
 		if terminal(k.status) {
-			o := k.status
-			if k.code != "" {
-				o += " " + k.code
-			}
-			r.outcomes[o]++
+			r.outcomes[k.outcome]++
 		}
 	}
 	tr.mu.Unlock()

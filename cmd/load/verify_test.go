@@ -47,8 +47,8 @@ func TestTrackerOutcomes(t *testing.T) {
 	if err := allTerminal(tr.unsettled()); err == nil || !strings.Contains(err.Error(), "1 accepted transfers not terminal") {
 		t.Errorf("pending transfer: %v", err)
 	}
-	if bad := tr.outcome(k, transferAnswer(422, "insufficient_funds", "t1", "FAILED"), nil); bad != "" {
-		t.Errorf("refused: %q", bad)
+	if bad := tr.outcome(k, transferAnswer(422, "insufficient_funds", "t1", "FAILED"), nil); bad != "" || k.outcome != "FAILED insufficient_funds" {
+		t.Errorf("refused: %q outcome %q", bad, k.outcome)
 	}
 	// A PENDING answer that arrives late changes nothing.
 	if bad := tr.outcome(k, transferAnswer(202, "", "t1", "PENDING"), nil); bad != "" || k.status != "FAILED" {
@@ -91,9 +91,34 @@ func TestVerifyNamesEveryFailure(t *testing.T) {
 
 	good := &result{stats: newStats(), outcomes: map[string]int{}, before: map[string]int64{"EUR": 10}, after: map[string]int64{"EUR": 10}}
 	done := &tracker{}
-	done.add(&keyState{key: "k3", stored: true, transferID: "t3", status: "COMPLETED"})
+	done.add(&keyState{key: "k3", stored: true, transferID: "t3", status: "COMPLETED", outcome: "COMPLETED"})
 	good.verify(done, done.unsettled())
 	if !good.ok() || good.outcomes["COMPLETED"] != 1 {
 		t.Errorf("a clean run: failures %q outcomes %v", good.failures, good.outcomes)
+	}
+}
+
+func TestOutcomeNames(t *testing.T) {
+	failed := func(code string, reversed bool) transferView {
+		v := transferView{Status: "FAILED"}
+		v.Failure = &struct {
+			Code     string `json:"code"`
+			Reversed bool   `json:"reversed"`
+		}{code, reversed}
+		return v
+	}
+	for _, c := range []struct {
+		v    transferView
+		code string
+		want string
+	}{
+		{transferView{Status: "COMPLETED"}, "", "COMPLETED"},
+		{failed("InsufficientFunds", false), "insufficient_funds", "FAILED insufficient_funds"},
+		{failed("AccountNotFound", true), "account_not_found", "FAILED account_not_found reversed"},
+		{failed("States.Timeout", true), "transfer_failed", "FAILED transfer_failed (States.Timeout) reversed"},
+	} {
+		if got := c.v.outcome(c.code); got != c.want {
+			t.Errorf("outcome %q, want %q", got, c.want)
+		}
 	}
 }
