@@ -16,7 +16,7 @@ CHECKOV_VERSION := 3.3.30
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: all deps local test fuzz fuzz-ci bench chaos lint lint-template build sam-validate deploy clean
+.PHONY: all deps local test fuzz fuzz-ci bench chaos load lint lint-template build sam-validate deploy clean
 
 all: lint test build
 
@@ -73,6 +73,14 @@ fuzz:
 
 fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_CI_TIME)
+
+# Load against a running `make local` (start it first, in another shell):
+# 8 clients for 30 s with duplicates, reused keys and refusals, then the
+# checks (money conserved, every accepted transfer settled). LOAD_FLAGS
+# passes flags, e.g. LOAD_FLAGS='-clients 32 -rate 100 -duration 1m'.
+load:
+	$(GO) build -o bin/load ./cmd/load
+	bin/load -url http://127.0.0.1:$(PORT) $(LOAD_FLAGS)
 
 # Orchestrator benchmarks against DynamoDB Local and the local Step
 # Functions endpoint; fails if the critical path makes more remote calls
