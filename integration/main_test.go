@@ -46,8 +46,11 @@ const (
 const defaultMaxAmount = 100000000
 
 // localStackTimeScale shrinks the workflow's retry intervals and the event
-// bus's backoff so that retried legs settle in milliseconds.
-const localStackTimeScale = 0.01
+// bus's backoff so that retried legs settle quickly. A leg's 30 s
+// TimeoutSeconds becomes 3 s: well above what a leg takes on a busy 2-core
+// machine under -race (at 0.01, 0.3 s, a loaded machine timed legs out and
+// reversed transfers the tests expect to complete).
+const localStackTimeScale = 0.1
 
 // tg is the stack under test, set up by TestMain.
 var tg *target
