@@ -185,7 +185,9 @@ scan:
 		c := p.s[p.pos]
 		switch {
 		case quote != 0:
-			if c == '\\' {
+			if c == '\\' && p.pos+1 < len(p.s) {
+				// The escaped character; a backslash that ends the text
+				// escapes nothing (the path parser refuses it).
 				p.pos++
 			} else if c == quote {
 				quote = 0
