@@ -20,6 +20,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
+	"github.com/exactlyonce/transfers/internal/api"
 	"github.com/exactlyonce/transfers/internal/spec"
 )
 
@@ -73,7 +74,7 @@ func signingCaller(ctx context.Context, name string, cfg aws.Config) (*caller, e
 	region := cfg.Region
 	return &caller{
 		name:  name,
-		scope: "iam:" + principalOf(aws.ToString(id.Arn)),
+		scope: api.IAMScope(aws.ToString(id.Arn)),
 		authorize: func(ctx context.Context, req *http.Request, body []byte) error {
 			creds, err := cfg.Credentials.Retrieve(ctx)
 			if err != nil {
@@ -83,23 +84,6 @@ func signingCaller(ctx context.Context, name string, cfg aws.Config) (*caller, e
 			return signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "execute-api", region, time.Now())
 		},
 	}, nil
-}
-
-// principalOf is the IAM principal API Gateway reports for a caller ARN,
-// as the API scopes it: an assumed-role session
-// (arn:aws:sts::123456789012:assumed-role/Role/session) counts as its role
-// (arn:aws:iam::123456789012:role/Role); other ARNs are themselves.
-func principalOf(arn string) string {
-	parts := strings.SplitN(arn, ":", 6)
-	if len(parts) != 6 || parts[2] != "sts" {
-		return arn
-	}
-	res, ok := strings.CutPrefix(parts[5], "assumed-role/")
-	if !ok {
-		return arn
-	}
-	role, _, _ := strings.Cut(res, "/")
-	return "arn:" + parts[1] + ":iam::" + parts[4] + ":role/" + role
 }
 
 // reply is an HTTP response, read in full.

@@ -12,12 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/exactlyonce/transfers/internal/api"
 )
 
 // localAccountID is the AWS account of the local stack's callers.
@@ -53,24 +54,9 @@ func sigv4(cfg aws.Config) (authorizer, func(context.Context) (string, error)) {
 		if err != nil {
 			return "", fmt.Errorf("who am I: %w", err)
 		}
-		return "iam:" + principalOf(aws.ToString(id.Arn)), nil
+		return api.IAMScope(aws.ToString(id.Arn)), nil
 	}
 	return auth, scope
-}
-
-// principalOf is the IAM principal API Gateway reports for a caller ARN:
-// an assumed-role session counts as its role.
-func principalOf(arn string) string {
-	parts := strings.SplitN(arn, ":", 6)
-	if len(parts) != 6 || parts[2] != "sts" {
-		return arn
-	}
-	res, ok := strings.CutPrefix(parts[5], "assumed-role/")
-	if !ok {
-		return arn
-	}
-	role, _, _ := strings.Cut(res, "/")
-	return "arn:" + parts[1] + ":iam::" + parts[4] + ":role/" + role
 }
 
 // isLoopback reports whether u's host is this machine.

@@ -37,10 +37,16 @@ func callerScope(rc events.APIGatewayProxyRequestContext, bySession bool) (strin
 		if bySession {
 			return "iam:" + arn, true
 		}
-		return "iam:" + principalOf(arn), true
+		return IAMScope(arn), true
 	}
 	return "", false
 }
+
+// IAMScope is the caller scope of a SigV4-signed request whose principal
+// is arn, with the default scoping (ScopeBySession=false): an assumed-role
+// session counts as its role. Clients that need to know their own scope
+// (the owner of the accounts they may debit) compute it with this.
+func IAMScope(arn string) string { return "iam:" + principalOf(arn) }
 
 // principalOf turns an assumed-role session ARN
 // (arn:aws:sts::123456789012:assumed-role/Role/session) into its role ARN
