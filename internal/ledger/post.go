@@ -271,30 +271,20 @@ func (l *Ledger) absentCheck(k map[string]types.AttributeValue) (types.TransactW
 // Where an Item is absent anyway, the entry is read back with a strongly
 // consistent GetItem.
 func (l *Ledger) resolve(ctx context.Context, p plan, err error) (Entry, error) {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return Entry{}, unavailable(err)
-	}
-	reasons := tce.CancellationReasons
-	if len(reasons) != len(p.items) {
-		return Entry{}, unavailable(fmt.Errorf("%d cancellation reasons for %d transaction items: %w", len(reasons), len(p.items), err))
+	reasons, rerr := cancellationReasons(err, len(p.items))
+	if rerr != nil {
+		return Entry{}, rerr
 	}
 
 	// The entry exists: the leg committed before. Report it, whatever the
 	// other reasons say (the record may have moved on, the balance may no
 	// longer cover the amount).
 	if reasonCode(reasons[idxEntry]) == codeConditionalCheckFailed {
-		return l.stored(ctx, p, reasons[idxEntry].Item)
+		return l.stored(ctx, p.entry.PK, p.entry.SK, reasons[idxEntry].Item)
 	}
 
-	// TransactionConflict, ThrottlingError, ProvisionedThroughputExceeded,
-	// ValidationError, ...: nothing is decided; the caller retries.
-	for i, r := range reasons {
-		switch c := reasonCode(r); c {
-		case codeNone, codeConditionalCheckFailed:
-		default:
-			return Entry{}, unavailable(fmt.Errorf("transaction item %d: %s: %w", i, c, err))
-		}
+	if uerr := undecided(reasons, err); uerr != nil {
+		return Entry{}, uerr
 	}
 
 	cause := p.conditionFailure(reasons)
@@ -320,9 +310,38 @@ func (l *Ledger) resolve(ctx context.Context, p plan, err error) (Entry, error) 
 	return Entry{}, cause
 }
 
-// stored returns the committed entry from the cancellation reason's ALL_OLD
-// item, or reads it when the reason carries none.
-func (l *Ledger) stored(ctx context.Context, p plan, item map[string]types.AttributeValue) (Entry, error) {
+// cancellationReasons are the reasons of a cancelled transaction of n
+// items, one per item; anything else is reported as ErrUnavailable.
+func cancellationReasons(err error, n int) ([]types.CancellationReason, error) {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return nil, unavailable(err)
+	}
+	if len(tce.CancellationReasons) != n {
+		return nil, unavailable(fmt.Errorf("%d cancellation reasons for %d transaction items: %w", len(tce.CancellationReasons), n, err))
+	}
+	return tce.CancellationReasons, nil
+}
+
+// undecided reports, as ErrUnavailable, a cancellation that a condition
+// did not decide: TransactionConflict, ThrottlingError,
+// ProvisionedThroughputExceeded, ValidationError, ... The caller retries.
+func undecided(reasons []types.CancellationReason, err error) error {
+	for i, r := range reasons {
+		switch c := reasonCode(r); c {
+		case codeNone, codeConditionalCheckFailed:
+		default:
+			return unavailable(fmt.Errorf("transaction item %d: %s: %w", i, c, err))
+		}
+	}
+	return nil
+}
+
+// stored returns what the leg's slot (pk, sk) holds, taken from the
+// cancellation reason's ALL_OLD item or read when the reason carries none:
+// the committed entry with Replayed set, or a *VoidedError for a void
+// marker.
+func (l *Ledger) stored(ctx context.Context, pk, sk string, item map[string]types.AttributeValue) (Entry, error) {
 	var (
 		e   Entry
 		err error
@@ -331,7 +350,7 @@ func (l *Ledger) stored(ctx context.Context, p plan, item map[string]types.Attri
 		e, err = decodeEntry(item)
 	} else {
 		var found bool
-		e, found, err = l.getEntry(ctx, p.entry.PK, p.entry.SK)
+		e, found, err = l.getEntry(ctx, pk, sk)
 		if err == nil && !found {
 			err = unavailable(errors.New("entry reported as existing is not found"))
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -73,59 +72,29 @@ func (l *Ledger) void(ctx context.Context, leg Leg, reason, detail string) (Void
 	if err == nil {
 		return VoidResult{Reason: reason, Detail: detail}, nil
 	}
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return VoidResult{}, unavailable(err)
+	reasons, rerr := cancellationReasons(err, len(items))
+	if rerr != nil {
+		return VoidResult{}, rerr
 	}
-	reasons := tce.CancellationReasons
-	if len(reasons) != len(items) {
-		return VoidResult{}, unavailable(fmt.Errorf("%d cancellation reasons for %d transaction items: %w", len(reasons), len(items), err))
-	}
-	for i, r := range reasons {
-		switch c := reasonCode(r); c {
-		case codeNone, codeConditionalCheckFailed:
-		default:
-			return VoidResult{}, unavailable(fmt.Errorf("transaction item %d: %s: %w", i, c, err))
-		}
-	}
+	// The slot is taken: by an attempt of the leg that committed first,
+	// or by an earlier void. As for Post, that decides whatever else the
+	// reasons say.
 	if reasonCode(reasons[idxEntry]) == codeConditionalCheckFailed {
-		item := reasons[idxEntry].Item
-		if len(item) == 0 {
-			e, found, err := l.getEntry(ctx, marker.PK, marker.SK)
-			return slotResult(e, found, err)
+		e, serr := l.stored(ctx, marker.PK, marker.SK, reasons[idxEntry].Item)
+		var voided *VoidedError
+		switch {
+		case errors.As(serr, &voided):
+			return VoidResult{Reason: voided.Reason, Detail: voided.Detail}, nil
+		case serr != nil:
+			return VoidResult{}, serr
 		}
-		return slotResult(decodeSlot(item))
+		return VoidResult{Committed: &e}, nil
+	}
+	if uerr := undecided(reasons, err); uerr != nil {
+		return VoidResult{}, uerr
 	}
 	if reasonCode(reasons[idxFence]) == codeConditionalCheckFailed {
 		return VoidResult{}, fenceError(leg, reasons[idxFence].Item)
 	}
 	return VoidResult{}, unavailable(fmt.Errorf("transaction cancelled without a failed condition: %w", err))
-}
-
-// decodeSlot decodes an item found in a leg's slot.
-func decodeSlot(item map[string]types.AttributeValue) (Entry, bool, error) {
-	var probe struct {
-		PK string `dynamodbav:"pk"`
-	}
-	if err := attributevalue.UnmarshalMap(item, &probe); err != nil || probe.PK == "" {
-		return Entry{}, false, nil
-	}
-	e, err := decodeEntry(item)
-	return e, true, err
-}
-
-// slotResult is Void's answer from what its slot holds: a committed entry,
-// or a void marker.
-func slotResult(e Entry, found bool, err error) (VoidResult, error) {
-	var voided *VoidedError
-	switch {
-	case errors.As(err, &voided):
-		return VoidResult{Reason: voided.Reason, Detail: voided.Detail}, nil
-	case err != nil:
-		return VoidResult{}, err
-	case !found:
-		return VoidResult{}, unavailable(errors.New("the leg's slot was reported taken but is empty"))
-	}
-	e.Replayed = true
-	return VoidResult{Committed: &e}, nil
 }
