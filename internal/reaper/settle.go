@@ -135,11 +135,11 @@ func (r *Reaper) step(ctx context.Context, log *slog.Logger, rec idempotency.Rec
 	if exec == nil {
 		switch rec.Status {
 		case idempotency.StatusReserved:
-			created, err := time.Parse(time.RFC3339Nano, rec.CreatedAt)
+			startable, err := r.startable(rec)
 			if err != nil {
-				return "", false, fmt.Errorf("record createdAt %q: %w", rec.CreatedAt, err)
+				return "", false, err
 			}
-			if age := r.cfg.Now().Sub(created); age < r.cfg.MaxStartAge {
+			if startable {
 				return r.start(ctx, log, rec)
 			}
 			return r.reconcile(ctx, log, rec, r.notStarted())
@@ -187,11 +187,11 @@ func (r *Reaper) lost(ctx context.Context, log *slog.Logger, rec idempotency.Rec
 		log.InfoContext(ctx, "execution not visible yet", "decision", OutcomeRunning, "status", rec.Status, "updatedAt", since)
 		return OutcomeRunning, false, nil
 	}
-	created, err := time.Parse(time.RFC3339Nano, rec.CreatedAt)
+	startable, err := r.startable(rec)
 	if err != nil {
-		return "", false, fmt.Errorf("record createdAt %q: %w", rec.CreatedAt, err)
+		return "", false, err
 	}
-	if r.cfg.Now().Sub(created) >= r.cfg.MaxStartAge {
+	if !startable {
 		return r.reconcile(ctx, log, rec, cause{CodeExecutionNotFound, "The transfer's workflow could not be found"})
 	}
 	outcome, again, err := r.start(ctx, log, rec)
@@ -199,6 +199,16 @@ func (r *Reaper) lost(ctx context.Context, log *slog.Logger, rec idempotency.Rec
 		outcome = OutcomeRestarted
 	}
 	return outcome, again, err
+}
+
+// startable reports whether rec's transfer may still be started: it was
+// reserved less than MaxStartAge ago.
+func (r *Reaper) startable(rec idempotency.Record) (bool, error) {
+	created, err := time.Parse(time.RFC3339Nano, rec.CreatedAt)
+	if err != nil {
+		return false, fmt.Errorf("record createdAt %q: %w", rec.CreatedAt, err)
+	}
+	return r.cfg.Now().Sub(created) < r.cfg.MaxStartAge, nil
 }
 
 func (r *Reaper) notStarted() cause {
