@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -60,6 +62,45 @@ type Store struct {
 	table     string
 	retention time.Duration
 	now       func() time.Time
+	// free is Reserve's condition, built once.
+	free reserveCondition
+}
+
+// reserveCondition is the condition of a reservation: the key is free, or
+// its record is settled and expired. It is built once; of its values only
+// the expiry bound (now) changes from call to call.
+type reserveCondition struct {
+	expr   expression.Expression
+	nowKey string
+	err    error
+}
+
+// expiryMarker stands for the expiry bound while the condition is built:
+// no clock reads it.
+const expiryMarker = "-1"
+
+func newReserveCondition() reserveCondition {
+	free := expression.AttributeNotExists(expression.Name(AttrKey))
+	reusable := expression.Name(AttrStatus).In(expression.Value(StatusCompleted), expression.Value(StatusFailed)).
+		And(expression.Name(AttrExpiresAt).LessThanEqual(expression.Value(&types.AttributeValueMemberN{Value: expiryMarker})))
+	expr, err := expression.NewBuilder().WithCondition(free.Or(reusable)).Build()
+	if err != nil {
+		return reserveCondition{err: err}
+	}
+	for k, v := range expr.Values() {
+		if n, ok := v.(*types.AttributeValueMemberN); ok && n.Value == expiryMarker {
+			return reserveCondition{expr: expr, nowKey: k}
+		}
+	}
+	return reserveCondition{err: errors.New("reserve condition: the expiry bound is missing from the built values")}
+}
+
+// values are the condition's values with now as the expiry bound: a new
+// map per call, as concurrent calls share the condition.
+func (c reserveCondition) values(now time.Time) map[string]types.AttributeValue {
+	v := maps.Clone(c.expr.Values())
+	v[c.nowKey] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)}
+	return v
 }
 
 // Option configures a Store.
@@ -74,7 +115,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 
 // NewStore returns a store over table.
 func NewStore(client API, table string, opts ...Option) *Store {
-	s := &Store{client: client, table: table, retention: DefaultRetention, now: time.Now}
+	s := &Store{client: client, table: table, retention: DefaultRetention, now: time.Now, free: newReserveCondition()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -144,22 +185,18 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 		}
 		item[name] = v
 	}
-	free := expression.AttributeNotExists(expression.Name(AttrKey))
-	reusable := expression.Name(AttrStatus).In(expression.Value(StatusCompleted), expression.Value(StatusFailed)).
-		And(expression.Name(AttrExpiresAt).LessThanEqual(expression.Value(now.Unix())))
-	expr, err := expression.NewBuilder().WithCondition(free.Or(reusable)).Build()
-	if err != nil {
-		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
+	if s.free.err != nil {
+		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, s.free.err)
 	}
 	if len(r.Require) > 0 {
-		return s.reserveWith(ctx, r, rec, item, expr, now)
+		return s.reserveWith(ctx, r, rec, item, now)
 	}
 	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
+		ConditionExpression:                 s.free.expr.Condition(),
+		ExpressionAttributeNames:            s.free.expr.Names(),
+		ExpressionAttributeValues:           s.free.values(now),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
@@ -198,14 +235,14 @@ const (
 // reserveWith is Reserve's transaction: the record's Put at index 0, the
 // required conditions after it. The cancellation reasons are read by
 // index.
-func (s *Store) reserveWith(ctx context.Context, r Reservation, rec Record, item map[string]types.AttributeValue, expr expression.Expression, now time.Time) (Record, bool, error) {
+func (s *Store) reserveWith(ctx context.Context, r Reservation, rec Record, item map[string]types.AttributeValue, now time.Time) (Record, bool, error) {
 	items := make([]types.TransactWriteItem, 0, 1+len(r.Require))
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
+		ConditionExpression:                 s.free.expr.Condition(),
+		ExpressionAttributeNames:            s.free.expr.Names(),
+		ExpressionAttributeValues:           s.free.values(now),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
 	for i := range r.Require {

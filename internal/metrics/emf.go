@@ -29,32 +29,47 @@ type Metric struct {
 	Unit  string // Count when empty
 }
 
+// emf is the "_aws" member of an embedded metric format document: typed,
+// so that encoding a log line needs no maps; its members are in name
+// order.
+type emf struct {
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+	Timestamp         int64          `json:"Timestamp"`
+}
+
+type emfDirective struct {
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+	Namespace  string      `json:"Namespace"`
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
 // Attrs returns the attributes of one EMF document: the "_aws" metadata
 // (timestamp, namespace, the dimension set and the metric definitions),
 // then each dimension and each metric value as a top-level member.
 func Attrs(now time.Time, dims []slog.Attr, ms ...Metric) []slog.Attr {
-	dimNames := make([]string, 0, len(dims))
-	for _, d := range dims {
-		dimNames = append(dimNames, d.Key)
+	doc := emf{Timestamp: now.UnixMilli(), CloudWatchMetrics: []emfDirective{{
+		Namespace:  Namespace,
+		Dimensions: [][]string{make([]string, 0, len(dims))},
+		Metrics:    make([]emfMetric, 0, len(ms)),
+	}}}
+	d := &doc.CloudWatchMetrics[0]
+	for _, a := range dims {
+		d.Dimensions[0] = append(d.Dimensions[0], a.Key)
 	}
-	defs := make([]map[string]string, 0, len(ms))
 	for _, m := range ms {
 		unit := m.Unit
 		if unit == "" {
 			unit = Count
 		}
-		defs = append(defs, map[string]string{"Name": m.Name, "Unit": unit})
-	}
-	aws := map[string]any{
-		"Timestamp": now.UnixMilli(),
-		"CloudWatchMetrics": []map[string]any{{
-			"Namespace":  Namespace,
-			"Dimensions": [][]string{dimNames},
-			"Metrics":    defs,
-		}},
+		d.Metrics = append(d.Metrics, emfMetric{Name: m.Name, Unit: unit})
 	}
 	attrs := make([]slog.Attr, 0, 1+len(dims)+len(ms))
-	attrs = append(attrs, slog.Any("_aws", aws))
+	attrs = append(attrs, slog.Any("_aws", doc))
 	attrs = append(attrs, dims...)
 	for _, m := range ms {
 		attrs = append(attrs, slog.Float64(m.Name, m.Value))
