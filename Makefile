@@ -82,11 +82,14 @@ load:
 	$(GO) build -o bin/load ./cmd/load
 	bin/load -url http://127.0.0.1:$(PORT) $(LOAD_FLAGS)
 
-# Orchestrator benchmarks against DynamoDB Local and the local Step
-# Functions endpoint; fails if the critical path makes more remote calls
-# than its budget.
+# The benchmark (cmd/bench): the request path against the conventional
+# pattern and DynamoDB Local's own rate at 1, 8 and 32 clients, end to end
+# against a replay of the database operations, CPU per request and cold
+# starts, in one run. Prints the targets with PASS/FAIL (exit 1 on a
+# FAIL) and writes bench/results/<date>.md with two plots.
+# BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-cell 2s -rounds 5'.
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 2000x -count=1 ./internal/bench/
+	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
 lint: lint-template
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \

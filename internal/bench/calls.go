@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// calls counts remote calls: one per attempt that reaches the transport,
+// retries included.
+type calls struct{ n atomic.Int64 }
+
+func (c *calls) add(stack *middleware.Stack) error {
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("countCalls",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			c.n.Add(1)
+			return next.HandleFinalize(ctx, in)
+		}), middleware.After)
+}
+
+// capture keeps the input of the latest call of each operation made
+// through the clients it is added to, so that the benchmark can send the
+// very call the project makes with a plain client.
+type capture struct {
+	mu     sync.Mutex
+	inputs map[string]any
+}
+
+func (c *capture) add(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("captureInput",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			c.mu.Lock()
+			if c.inputs == nil {
+				c.inputs = map[string]any{}
+			}
+			c.inputs[awsmiddleware.GetOperationName(ctx)] = in.Parameters
+			c.mu.Unlock()
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+}
+
+// take returns and forgets the captured inputs.
+func (c *capture) take() map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in := maps.Clone(c.inputs)
+	c.inputs = nil
+	return in
+}
+
+// rewrite returns a deep copy of item in which every string value found
+// in repl is replaced by its mapping: the same item for another key.
+func rewrite(item map[string]types.AttributeValue, repl map[string]string) map[string]types.AttributeValue {
+	if item == nil {
+		return nil
+	}
+	out := make(map[string]types.AttributeValue, len(item))
+	for k, v := range item {
+		out[k] = rewriteValue(v, repl)
+	}
+	return out
+}
+
+func rewriteValue(v types.AttributeValue, repl map[string]string) types.AttributeValue {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		if r, ok := repl[v.Value]; ok {
+			return &types.AttributeValueMemberS{Value: r}
+		}
+		return &types.AttributeValueMemberS{Value: v.Value}
+	case *types.AttributeValueMemberM:
+		return &types.AttributeValueMemberM{Value: rewrite(v.Value, repl)}
+	case *types.AttributeValueMemberL:
+		l := make([]types.AttributeValue, len(v.Value))
+		for i, e := range v.Value {
+			l[i] = rewriteValue(e, repl)
+		}
+		return &types.AttributeValueMemberL{Value: l}
+	}
+	return v
+}

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/exactlyonce/transfers/internal/ledger"
+)
+
+// CPU is what one request costs the orchestrator's process itself: the
+// handler and the SDK (building, signing and decoding the calls) run
+// against a transport that answers at once with responses recorded from
+// the real services, so the time measured is time outside remote calls.
+type CPU struct {
+	Impl      string
+	Ownership bool
+	Kind      string
+	// CPUNs is the process's CPU time (user and system, garbage
+	// collection included) per request, NsPerOp the wall time per
+	// request of the same loop on one goroutine.
+	CPUNs   int64
+	NsPerOp int64
+	Allocs  int64
+	Bytes   int64
+}
+
+// processCPU is the CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// recording passes requests on to next and keeps the responses to each
+// operation (by X-Amz-Target), in order.
+type recording struct {
+	next aws.HTTPClient
+	mu   sync.Mutex
+	resp map[string][]recorded
+}
+
+type recorded struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r *recording) Do(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("record response: %w", err)
+	}
+	r.mu.Lock()
+	if r.resp == nil {
+		r.resp = map[string][]recorded{}
+	}
+	target := req.Header.Get("X-Amz-Target")
+	r.resp[target] = append(r.resp[target], recorded{status: resp.StatusCode, header: resp.Header.Clone(), body: body})
+	r.mu.Unlock()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// replaying answers each request at once with the responses recorded for
+// its operation, in the order recorded, over and over: the handler sends
+// the same calls for every request of a kind. It serves one goroutine.
+type replaying struct {
+	resp map[string][]recorded
+	next map[string]int
+}
+
+func (r *replaying) Do(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		if _, err := io.Copy(io.Discard, req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+	}
+	target := req.Header.Get("X-Amz-Target")
+	seq := r.resp[target]
+	if len(seq) == 0 {
+		return nil, fmt.Errorf("no recorded response to %s", target)
+	}
+	rec := seq[r.next[target]%len(seq)]
+	r.next[target]++
+	return &http.Response{
+		Status: http.StatusText(rec.status), StatusCode: rec.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: rec.header.Clone(), Body: io.NopCloser(bytes.NewReader(rec.body)),
+		ContentLength: int64(len(rec.body)), Request: req,
+	}, nil
+}
+
+// cpu measures one request kind of an implementation (ours or the
+// baseline) with Go's benchmark driver: once against the real services
+// to record their answers, then against the recording alone.
+func (p *paths) cpu(ctx context.Context, name string, ownership bool, kind string) (CPU, error) {
+	build := func(client aws.HTTPClient) (handler, error) {
+		cfg := clientConfig(p.st)
+		cfg.HTTPClient = client
+		switch name {
+		case Ours:
+			return p.orchestrator(cfg, ownership)
+		case Baseline:
+			db := dynamodb.NewFromConfig(cfg)
+			led, err := ledger.New(db, ledger.Config{LedgerTable: p.st.Tables["LedgerTable"], IdempotencyTable: p.st.Tables["IdempotencyTable"]})
+			if err != nil {
+				return nil, err
+			}
+			return &conventional{db: db, exec: sfn.NewFromConfig(cfg), accounts: led, table: p.st.Tables["IdempotencyTable"],
+				machine: p.machine, maxAmount: 100000000, ownership: ownership}, nil
+		}
+		return nil, fmt.Errorf("cpu: no implementation %q", name)
+	}
+	rec := &recording{next: clientConfig(p.st).HTTPClient}
+	h, err := build(rec)
+	if err != nil {
+		return CPU{}, err
+	}
+	req := func(i int) (events.APIGatewayProxyRequest, int) {
+		if kind == New {
+			return request(fmt.Sprintf("cpu-%s-%t-%d", name, ownership, i), 0), http.StatusAccepted
+		}
+		d := p.pool[name][0]
+		return request(d.key, d.client), http.StatusOK
+	}
+	r, status := req(-1)
+	if err := expect(ctx, h, r, status); err != nil {
+		return CPU{}, fmt.Errorf("cpu: record %s %s: %w", name, kind, err)
+	}
+	if h, err = build(&replaying{resp: rec.resp, next: map[string]int{}}); err != nil {
+		return CPU{}, err
+	}
+	var (
+		failed error
+		cpu    time.Duration
+		n      int
+	)
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		start := processCPU()
+		for i := 0; b.Loop(); i++ {
+			r, status := req(i)
+			if err := expect(ctx, h, r, status); err != nil {
+				failed = err
+				b.SkipNow()
+			}
+		}
+		// The driver's last call is the one it reports.
+		cpu, n = processCPU()-start, b.N
+	})
+	if failed != nil {
+		return CPU{}, fmt.Errorf("cpu: %s %s: %w", name, kind, failed)
+	}
+	return CPU{Impl: name, Ownership: ownership, Kind: kind, CPUNs: cpu.Nanoseconds() / int64(max(n, 1)), NsPerOp: res.NsPerOp(), Allocs: res.AllocsPerOp(), Bytes: res.AllocedBytesPerOp()}, nil
+}

