@@ -187,8 +187,8 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s without ownership: budget %d, want %d", name, p.Budget, want)
 		}
 	}
-	if len(res.CPU) != 8 {
-		t.Errorf("%d CPU figures, want 8", len(res.CPU))
+	if len(res.CPU) != 12 {
+		t.Errorf("%d CPU figures, want 12", len(res.CPU))
 	}
 	for _, c := range res.CPU {
 		if c.CPUNs <= 0 || c.Allocs <= 0 {

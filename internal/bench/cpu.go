@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -109,44 +108,58 @@ func (r *replaying) Do(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// cpu measures one request kind of an implementation (ours or the
-// baseline) with Go's benchmark driver: once against the real services
-// to record their answers, then against the recording alone.
+// cpu measures one request kind of an implementation (ours, the
+// baseline, or the raw call alone: the SDK's own share) with Go's
+// benchmark driver: once against the real services to record their
+// answers, then against the recording alone.
 func (p *paths) cpu(ctx context.Context, name string, ownership bool, kind string) (CPU, error) {
-	build := func(client aws.HTTPClient) (handler, error) {
+	build := func(client aws.HTTPClient) (func(i int) error, error) {
 		cfg := clientConfig(p.st)
 		cfg.HTTPClient = client
+		var h handler
 		switch name {
 		case Ours:
-			return p.orchestrator(cfg, ownership)
+			var err error
+			if h, err = p.orchestrator(cfg, ownership); err != nil {
+				return nil, err
+			}
 		case Baseline:
 			db := dynamodb.NewFromConfig(cfg)
 			led, err := ledger.New(db, ledger.Config{LedgerTable: p.st.Tables["LedgerTable"], IdempotencyTable: p.st.Tables["IdempotencyTable"]})
 			if err != nil {
 				return nil, err
 			}
-			return &conventional{db: db, exec: sfn.NewFromConfig(cfg), accounts: led, table: p.st.Tables["IdempotencyTable"],
-				machine: p.machine, maxAmount: 100000000, ownership: ownership}, nil
+			h = &conventional{db: db, exec: sfn.NewFromConfig(cfg), accounts: led, table: p.st.Tables["IdempotencyTable"],
+				machine: p.machine, maxAmount: 100000000, ownership: ownership}
+		case Raw:
+			for _, im := range p.impls {
+				if im.name == Raw && im.ownership == ownership {
+					op := im.opsOn(dynamodb.NewFromConfig(cfg))[kind]
+					return func(i int) error { return op(ctx, 0, i) }, nil
+				}
+			}
+			return nil, fmt.Errorf("cpu: no raw call with ownership %t", ownership)
+		default:
+			return nil, fmt.Errorf("cpu: no implementation %q", name)
 		}
-		return nil, fmt.Errorf("cpu: no implementation %q", name)
+		return func(i int) error {
+			if kind == New {
+				return expect(ctx, h, request(fmt.Sprintf("cpu-%s-%t-%d", name, ownership, i), 0), http.StatusAccepted)
+			}
+			// The recorded answer is this key's.
+			d := p.pool[name][0]
+			return expect(ctx, h, request(d.key, d.client), http.StatusOK)
+		}, nil
 	}
 	rec := &recording{next: clientConfig(p.st).HTTPClient}
-	h, err := build(rec)
+	do, err := build(rec)
 	if err != nil {
 		return CPU{}, err
 	}
-	req := func(i int) (events.APIGatewayProxyRequest, int) {
-		if kind == New {
-			return request(fmt.Sprintf("cpu-%s-%t-%d", name, ownership, i), 0), http.StatusAccepted
-		}
-		d := p.pool[name][0]
-		return request(d.key, d.client), http.StatusOK
-	}
-	r, status := req(-1)
-	if err := expect(ctx, h, r, status); err != nil {
+	if err := do(0); err != nil {
 		return CPU{}, fmt.Errorf("cpu: record %s %s: %w", name, kind, err)
 	}
-	if h, err = build(&replaying{resp: rec.resp, next: map[string]int{}}); err != nil {
+	if do, err = build(&replaying{resp: rec.resp, next: map[string]int{}}); err != nil {
 		return CPU{}, err
 	}
 	var (
@@ -157,9 +170,8 @@ func (p *paths) cpu(ctx context.Context, name string, ownership bool, kind strin
 	res := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()
 		start := processCPU()
-		for i := 0; b.Loop(); i++ {
-			r, status := req(i)
-			if err := expect(ctx, h, r, status); err != nil {
+		for i := 1; b.Loop(); i++ {
+			if err := do(i); err != nil {
 				failed = err
 				b.SkipNow()
 			}

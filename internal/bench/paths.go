@@ -63,6 +63,8 @@ type impl struct {
 	// budget is the exact number of remote calls of each request kind.
 	budget map[string]int
 	op     map[string]Op
+	// opsOn, for the raw calls, builds op on another client.
+	opsOn func(*dynamodb.Client) map[string]Op
 }
 
 // paths builds the implementations over st: the project's orchestrator
@@ -308,41 +310,52 @@ func (p *paths) raw(ctx context.Context, ownership bool) (*impl, error) {
 	c := &calls{}
 	plain := clientConfig(p.st)
 	plain.APIOptions = append(plain.APIOptions, c.add)
-	db := dynamodb.NewFromConfig(plain)
 	pool := p.pool[Ours]
 	prefix := fmt.Sprintf("raw-%t-", ownership)
 	im := &impl{name: Raw, ownership: ownership, calls: c, budget: map[string]int{New: 1, Duplicate: 1}}
+	ops, err := p.rawOps(ownership, newIn, dupIn, probeRec, dupKey, pool, prefix)
+	if err != nil {
+		return nil, err
+	}
+	im.op = ops(dynamodb.NewFromConfig(plain))
+	im.opsOn = ops
+	return im, nil
+}
+
+// rawOps returns the raw calls' requests on a client of the caller's.
+func (p *paths) rawOps(ownership bool, newIn, dupIn map[string]any, probeRec idempotency.Record, dupKey string, pool []pooled, prefix string) (func(*dynamodb.Client) map[string]Op, error) {
 	if !ownership {
 		newPut, ok1 := newIn["PutItem"].(*dynamodb.PutItemInput)
 		dupPut, ok2 := dupIn["PutItem"].(*dynamodb.PutItemInput)
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("raw: the reservation without ownership is not one PutItem: %v, %v", newIn, dupIn)
 		}
-		im.op = map[string]Op{
-			New: func(ctx context.Context, client, _ int) error {
-				n := p.keys.Add(1)
-				in := *newPut
-				in.Item = rewrite(newPut.Item, map[string]string{
-					probeRec.Key:        idempotency.RecordKey(scope, fmt.Sprintf("%snew-%d", prefix, n)),
-					probeRec.ResourceID: fmt.Sprintf("%s%d", prefix, n),
-					source(0):           source(client),
-				})
-				_, err := db.PutItem(ctx, &in)
-				return err
-			},
-			Duplicate: func(ctx context.Context, client, seq int) error {
-				d := pool[seq%len(pool)]
-				in := *dupPut
-				in.Item = rewrite(dupPut.Item, map[string]string{dupKey: idempotency.RecordKey(scope, d.key), source(0): source(d.client)})
-				_, err := db.PutItem(ctx, &in)
-				var ccf *types.ConditionalCheckFailedException
-				if !errors.As(err, &ccf) || len(ccf.Item) == 0 {
-					return fmt.Errorf("raw duplicate: want a failed condition returning the item, got %v", err)
-				}
-				return nil
-			},
-		}
-		return im, nil
+		return func(db *dynamodb.Client) map[string]Op {
+			return map[string]Op{
+				New: func(ctx context.Context, client, _ int) error {
+					n := p.keys.Add(1)
+					in := *newPut
+					in.Item = rewrite(newPut.Item, map[string]string{
+						probeRec.Key:        idempotency.RecordKey(scope, fmt.Sprintf("%snew-%d", prefix, n)),
+						probeRec.ResourceID: fmt.Sprintf("%s%d", prefix, n),
+						source(0):           source(client),
+					})
+					_, err := db.PutItem(ctx, &in)
+					return err
+				},
+				Duplicate: func(ctx context.Context, client, seq int) error {
+					d := pool[seq%len(pool)]
+					in := *dupPut
+					in.Item = rewrite(dupPut.Item, map[string]string{dupKey: idempotency.RecordKey(scope, d.key), source(0): source(d.client)})
+					_, err := db.PutItem(ctx, &in)
+					var ccf *types.ConditionalCheckFailedException
+					if !errors.As(err, &ccf) || len(ccf.Item) == 0 {
+						return fmt.Errorf("raw duplicate: want a failed condition returning the item, got %v", err)
+					}
+					return nil
+				},
+			}
+		}, nil
 	}
 	newTx, ok1 := newIn["TransactWriteItems"].(*dynamodb.TransactWriteItemsInput)
 	dupTx, ok2 := dupIn["TransactWriteItems"].(*dynamodb.TransactWriteItemsInput)
@@ -353,31 +366,33 @@ func (p *paths) raw(ctx context.Context, ownership bool) (*impl, error) {
 	// client's source account.
 	checks := make([]types.ConditionCheck, maxClients)
 	for c := range checks {
+		var err error
 		if checks[c], err = p.led.OwnerCheck(source(c), scope); err != nil {
 			return nil, err
 		}
 	}
-	im.op = map[string]Op{
-		New: func(ctx context.Context, client, _ int) error {
-			n := p.keys.Add(1)
-			_, err := db.TransactWriteItems(ctx, rewriteTx(newTx, &checks[client%maxClients], map[string]string{
-				probeRec.Key:        idempotency.RecordKey(scope, fmt.Sprintf("%snew-%d", prefix, n)),
-				probeRec.ResourceID: fmt.Sprintf("%s%d", prefix, n),
-				source(0):           source(client),
-			}))
-			return err
-		},
-		Duplicate: func(ctx context.Context, client, seq int) error {
-			d := pool[seq%len(pool)]
-			_, err := db.TransactWriteItems(ctx, rewriteTx(dupTx, &checks[d.client%maxClients], map[string]string{dupKey: idempotency.RecordKey(scope, d.key), source(0): source(d.client)}))
-			var tce *types.TransactionCanceledException
-			if !errors.As(err, &tce) || len(tce.CancellationReasons) == 0 || len(tce.CancellationReasons[0].Item) == 0 {
-				return fmt.Errorf("raw duplicate: want a cancelled transaction returning the item, got %v", err)
-			}
-			return nil
-		},
-	}
-	return im, nil
+	return func(db *dynamodb.Client) map[string]Op {
+		return map[string]Op{
+			New: func(ctx context.Context, client, _ int) error {
+				n := p.keys.Add(1)
+				_, err := db.TransactWriteItems(ctx, rewriteTx(newTx, &checks[client%maxClients], map[string]string{
+					probeRec.Key:        idempotency.RecordKey(scope, fmt.Sprintf("%snew-%d", prefix, n)),
+					probeRec.ResourceID: fmt.Sprintf("%s%d", prefix, n),
+					source(0):           source(client),
+				}))
+				return err
+			},
+			Duplicate: func(ctx context.Context, client, seq int) error {
+				d := pool[seq%len(pool)]
+				_, err := db.TransactWriteItems(ctx, rewriteTx(dupTx, &checks[d.client%maxClients], map[string]string{dupKey: idempotency.RecordKey(scope, d.key), source(0): source(d.client)}))
+				var tce *types.TransactionCanceledException
+				if !errors.As(err, &tce) || len(tce.CancellationReasons) == 0 || len(tce.CancellationReasons[0].Item) == 0 {
+					return fmt.Errorf("raw duplicate: want a cancelled transaction returning the item, got %v", err)
+				}
+				return nil
+			},
+		}
+	}, nil
 }
 
 // rewriteTx is in for another key: each Put's item rewritten, and check
