@@ -14,7 +14,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/exactlyonce/transfers/internal/xray"
 )
 
 // Env reads one configuration variable.
@@ -40,27 +41,21 @@ var Functions = map[string]Constructor{
 func Main(build Constructor) {
 	ctx := context.Background()
 	log := lambdacontext.NewLogger()
-	awsCfg, err := loadConfig(ctx)
+	awsCfg, err := loadConfig(os.Getenv)
 	if err != nil {
 		log.Error("load AWS configuration", "error", err)
 		os.Exit(1)
 	}
-	traced(&awsCfg)
+	if err := traced(&awsCfg, os.Getenv(xray.DaemonAddressEnv)); err != nil {
+		// Tracing is not worth failing the function for.
+		log.Warn("X-Ray tracing off", "error", err)
+	}
 	h, err := build(ctx, os.Getenv, awsCfg, log)
 	if err != nil {
 		log.Error("configure function", "error", err)
 		os.Exit(1)
 	}
 	lambda.Start(h)
-}
-
-// loadConfig is the deployed functions' AWS configuration: the SDK's
-// defaults from the process environment. An AWS_ENDPOINT_URL_<SERVICE>
-// that is set but empty (template.yaml declares AWS_ENDPOINT_URL_DYNAMODB
-// and AWS_ENDPOINT_URL_SFN empty, for sam local) is ignored: the clients
-// use the service's default endpoint.
-func loadConfig(ctx context.Context) (aws.Config, error) {
-	return config.LoadDefaultConfig(ctx)
 }
 
 func required(env Env, name string) (string, error) {

@@ -41,14 +41,14 @@ func endpointsOf(t *testing.T, vars map[string]string) (ddb, states string) {
 	} {
 		t.Setenv(k, v)
 	}
-	for _, k := range []string{"AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SFN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"} {
+	for _, k := range []string{"AWS_PROFILE", "AWS_CA_BUNDLE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SFN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"} {
 		t.Setenv(k, "") // restored after the test
 		os.Unsetenv(k)
 	}
 	for k, v := range vars {
 		t.Setenv(k, v)
 	}
-	cfg, err := loadConfig(context.Background())
+	cfg, err := loadConfig(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

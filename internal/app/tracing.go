@@ -2,16 +2,25 @@ package app
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-xray-sdk-go/instrumentation/awsv2"
+
+	"github.com/exactlyonce/transfers/internal/xray"
 )
 
 // traced makes every AWS SDK call of the clients built from cfg an X-Ray
-// subsegment of the invocation's trace (DynamoDB, Step Functions). Only
-// the deployed functions are traced (Main): the subsegments go to the
-// X-Ray daemon that Lambda runs beside the function, over UDP on the
-// host, so tracing adds no remote call and no wait to a request. Without
-// a trace in the context (outside Lambda) the SDK's calls run as usual
-// and the X-Ray SDK logs that the context is missing.
-func traced(cfg *aws.Config) {
-	awsv2.AWSV2Instrumentor(&cfg.APIOptions)
+// subsegment of the invocation's trace (DynamoDB, Step Functions), sent
+// to the daemon at daemonAddr. Only the deployed functions are traced
+// (Main, with the AWS_XRAY_DAEMON_ADDRESS Lambda sets): the subsegments go
+// to the X-Ray daemon that Lambda runs beside the function, over UDP on
+// the host, so tracing adds no remote call and no wait to a request.
+// Without a sampled trace in the context (outside Lambda, or a request
+// X-Ray does not sample) or without a daemon address, the SDK's calls
+// run as they would untraced. An address that cannot be used is an
+// error, and cfg is left untraced.
+func traced(cfg *aws.Config, daemonAddr string) error {
+	tracer, err := xray.NewTracer(daemonAddr)
+	if err != nil {
+		return err
+	}
+	tracer.Instrument(&cfg.APIOptions)
+	return nil
 }

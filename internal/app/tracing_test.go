@@ -16,11 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
-	"github.com/aws/aws-xray-sdk-go/xray"
+
+	"github.com/exactlyonce/transfers/internal/xray"
 )
 
 // daemon is a stand-in for the X-Ray daemon: it keeps the documents the
-// X-Ray SDK sends it over UDP.
+// functions send it over UDP.
 type daemon struct {
 	conn net.PacketConn
 }
@@ -35,22 +36,23 @@ func newDaemon(t *testing.T) *daemon {
 	return &daemon{conn: conn}
 }
 
-// next returns the next document received (after its header line).
-func (d *daemon) next(t *testing.T) []byte {
+// next returns the next document received (after its header line), or
+// nil if none comes within wait.
+func (d *daemon) next(t *testing.T, wait time.Duration) []byte {
 	t.Helper()
 	buf := make([]byte, 64*1024)
-	_ = d.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = d.conn.SetReadDeadline(time.Now().Add(wait))
 	n, _, err := d.conn.ReadFrom(buf)
 	if err != nil {
-		t.Fatalf("no segment sent to the daemon: %v", err)
+		return nil
 	}
 	_, doc, _ := bytes.Cut(buf[:n], []byte("\n"))
 	return doc
 }
 
-// tracedConfig is the configuration Main builds, on an endpoint that
-// counts the requests it gets.
-func tracedConfig(t *testing.T) (aws.Config, *int) {
+// tracedConfig is the configuration Main builds with the daemon address
+// addr, on an endpoint that counts the requests it gets.
+func tracedConfig(t *testing.T, addr string) (aws.Config, func() int, error) {
 	t.Helper()
 	var mu sync.Mutex
 	requests := 0
@@ -67,71 +69,84 @@ func tracedConfig(t *testing.T) (aws.Config, *int) {
 		Credentials:  credentials.NewStaticCredentialsProvider("k", "s", ""),
 		BaseEndpoint: aws.String(srv.URL),
 	}
-	traced(&cfg)
-	return cfg, &requests
+	err := traced(&cfg, addr)
+	return cfg, func() int { mu.Lock(); defer mu.Unlock(); return requests }, err
 }
 
-// Within a trace, each DynamoDB and Step Functions call is a subsegment
-// named after its service, and it is the only request made: tracing adds
-// no remote call.
-func TestTracedClientsRecordSubsegments(t *testing.T) {
-	d := newDaemon(t)
-	if err := xray.Configure(xray.Config{DaemonAddr: d.conn.LocalAddr().String()}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, requests := tracedConfig(t)
-
-	ctx, seg := xray.BeginSegment(context.Background(), "transfer")
+func callBoth(t *testing.T, ctx context.Context, cfg aws.Config) {
+	t.Helper()
 	if _, err := dynamodb.NewFromConfig(cfg).GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}}}); err != nil {
 		t.Fatalf("GetItem: %v", err)
 	}
 	if _, err := sfn.NewFromConfig(cfg).StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String("arn:aws:states:us-east-1:123456789012:stateMachine:T")}); err != nil {
 		t.Fatalf("StartExecution: %v", err)
 	}
-	seg.Close(nil)
-
-	if *requests != 2 {
-		t.Errorf("requests = %d, want 2", *requests)
-	}
-	calls := map[string]string{}
-	var doc any
-	if err := json.Unmarshal(d.next(t), &doc); err != nil {
-		t.Fatal(err)
-	}
-	collectCalls(doc, calls)
-	if calls["DynamoDB"] != "GetItem" || calls["SFN"] != "StartExecution" {
-		t.Errorf("subsegments %v, want DynamoDB GetItem and SFN StartExecution", calls)
-	}
 }
 
-// collectCalls maps the name of each (sub)segment that records an AWS call
-// to its operation.
-func collectCalls(v any, calls map[string]string) {
-	switch v := v.(type) {
-	case map[string]any:
-		if aws, ok := v["aws"].(map[string]any); ok {
-			if op, ok := aws["operation"].(string); ok {
-				calls[v["name"].(string)] = op
+// Within a sampled invocation, each DynamoDB and Step Functions call is a
+// subsegment of the invocation's segment, named after its service, and
+// it is the only request made: tracing adds no remote call. Outside one,
+// or with an unusable daemon address, the clients work untraced.
+func TestTracedClients(t *testing.T) {
+	const header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	tests := []struct {
+		name      string
+		header    string
+		badAddr   bool
+		wantCalls map[string]string // subsegment name -> operation
+	}{
+		{name: "sampled invocation", header: header, wantCalls: map[string]string{"DynamoDB": "GetItem", "SFN": "StartExecution"}},
+		{name: "outside an invocation"},
+		{name: "unusable daemon address", header: header, badAddr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDaemon(t)
+			addr := d.conn.LocalAddr().String()
+			if tt.badAddr {
+				addr = "tcp:" + addr
 			}
-		}
-		for _, c := range v {
-			collectCalls(c, calls)
-		}
-	case []any:
-		for _, c := range v {
-			collectCalls(c, calls)
-		}
-	}
-}
-
-// Outside a trace (the local runtime, a test) the traced clients still
-// work.
-func TestTracedClientsWorkWithoutATrace(t *testing.T) {
-	cfg, requests := tracedConfig(t)
-	if _, err := dynamodb.NewFromConfig(cfg).GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}}}); err != nil {
-		t.Fatalf("GetItem: %v", err)
-	}
-	if *requests != 1 {
-		t.Errorf("requests = %d, want 1", *requests)
+			cfg, requests, err := tracedConfig(t, addr)
+			if (err != nil) != tt.badAddr {
+				t.Fatalf("traced: %v, want an error %v", err, tt.badAddr)
+			}
+			ctx := context.Background()
+			if tt.header != "" {
+				ctx = xray.ContextWithTraceHeader(ctx, tt.header)
+			}
+			callBoth(t, ctx, cfg)
+			if requests() != 2 {
+				t.Errorf("requests = %d, want 2", requests())
+			}
+			calls := map[string]string{}
+			for {
+				doc := d.next(t, 200*time.Millisecond)
+				if doc == nil {
+					break
+				}
+				var seg struct {
+					Name     string `json:"name"`
+					ParentID string `json:"parent_id"`
+					AWS      struct {
+						Operation string `json:"operation"`
+					} `json:"aws"`
+				}
+				if err := json.Unmarshal(doc, &seg); err != nil {
+					t.Fatalf("document %s: %v", doc, err)
+				}
+				if seg.ParentID != "53995c3f42cd8ad8" {
+					t.Errorf("subsegment %s has parent %s, want the invocation's segment", seg.Name, seg.ParentID)
+				}
+				calls[seg.Name] = seg.AWS.Operation
+			}
+			if len(calls) != len(tt.wantCalls) {
+				t.Fatalf("subsegments %v, want %v", calls, tt.wantCalls)
+			}
+			for name, op := range tt.wantCalls {
+				if calls[name] != op {
+					t.Errorf("subsegments %v, want %s %s", calls, name, op)
+				}
+			}
+		})
 	}
 }
