@@ -157,7 +157,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close(context.Background()) })
-	res, err := Run(ctx, st, Config{Clients: []int{1, 3}, Cell: 40 * time.Millisecond, Rounds: 2, Warmup: 20 * time.Millisecond})
+	res, err := Run(ctx, st, Config{Clients: []int{1, 3}, Cell: 40 * time.Millisecond, Rounds: 2, Warmup: 20 * time.Millisecond, ColdStarts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +194,10 @@ func TestRun(t *testing.T) {
 		if c.CPUNs <= 0 || c.Allocs <= 0 {
 			t.Errorf("CPU figure %+v: want positive time and allocations", c)
 		}
+	}
+
+	if len(res.Functions) != 5 || res.Hello.Ready <= 0 {
+		t.Errorf("cold starts: %d functions, hello ready in %v; want 5 and a time", len(res.Functions), res.Hello.Ready)
 	}
 
 	dir := t.TempDir()

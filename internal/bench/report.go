@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/exactlyonce/transfers/internal/bench/coldstart"
 )
 
 // Machine describes where a run happened.
 type Machine struct {
 	CPU, Memory, Kernel, Go, Java, DynamoDBLocal string
-	Cores                                         int
+	Cores                                        int
 }
 
 // DescribeMachine reads the machine's description; root is the module
@@ -123,6 +125,15 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 			share = fmt.Sprintf("%.1f %%", 100*float64(c.CPUNs)/float64(x.Sample.Quantile(0.5)))
 		}
 		p.f("| %s | %s | %s | %.0f | %.0f | %s | %d | %d |\n", c.Impl, onOff(c.Ownership), c.Kind, float64(c.CPUNs)/1e3, float64(c.NsPerOp)/1e3, share, c.Allocs, c.Bytes)
+	}
+
+	if len(r.Functions) > 0 {
+		p.f("\n## Cold start\n\n")
+		p.f("Each function's `bootstrap` built as `make build` does (linux/arm64, stripped) for its size, and built the same way for this machine to start it %d times against a minimal Lambda Runtime API served by the benchmark, beside a minimal aws-lambda-go handler; the functions take turns, round by round. Ready is from just before the process starts to its first request for an event; the first invoke, from handing out the event (real work: a transfer, a leg, a sweep against the local stack) to its answer. Medians.\n\n", r.Hello.Samples)
+		p.f("| function | arm64 bootstrap MiB | ready ms | ready / hello | first invoke ms |\n|---|---|---|---|---|\n")
+		for _, f := range append([]coldstart.Result{r.Hello}, r.Functions...) {
+			p.f("| %s | %.2f | %.2f | %.2f | %.2f |\n", f.Name, float64(f.SizeArm64)/(1<<20), ms(f.Ready), float64(f.Ready)/float64(r.Hello.Ready), ms(f.FirstInvoke))
+		}
 	}
 
 	if len(plots) > 0 {

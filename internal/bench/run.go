@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/exactlyonce/transfers/internal/bench/coldstart"
 	"github.com/exactlyonce/transfers/internal/local/stack"
 )
 
@@ -31,6 +32,9 @@ type Config struct {
 	// Warmup runs every request kind before measuring, so that DynamoDB
 	// Local's JIT has compiled its paths; default 300 ms per kind.
 	Warmup time.Duration
+	// ColdStarts is how many times each function is started for its
+	// cold-start medians; default 20, negative skips the stage.
+	ColdStarts int
 	// CPUProfile, when set, receives a CPU profile of the CPU-per-request
 	// stage: the orchestrator and the SDK alone.
 	CPUProfile io.Writer
@@ -50,6 +54,9 @@ func (c *Config) defaults() {
 	}
 	if c.Warmup <= 0 {
 		c.Warmup = 300 * time.Millisecond
+	}
+	if c.ColdStarts == 0 {
+		c.ColdStarts = 20
 	}
 	if c.Progress == nil {
 		c.Progress = func(string, ...any) {}
@@ -75,6 +82,10 @@ type Result struct {
 	Config  Config
 	Paths   []Path
 	CPU     []CPU
+	// Hello and Functions are the cold starts: a minimal aws-lambda-go
+	// handler and each of the project's functions.
+	Hello     coldstart.Result
+	Functions []coldstart.Result
 }
 
 // Path returns the figure of impl/ownership/kind at clients.
@@ -108,7 +119,6 @@ func Run(ctx context.Context, st *stack.Stack, cfg Config) (*Result, error) {
 		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		defer pprof.StopCPUProfile()
 	}
 	for _, c := range []struct {
 		impl      string
@@ -120,6 +130,23 @@ func Run(ctx context.Context, st *stack.Stack, cfg Config) (*Result, error) {
 				return nil, fmt.Errorf("bench: %w", err)
 			}
 			res.CPU = append(res.CPU, cpu)
+		}
+	}
+	if cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	if cfg.ColdStarts > 0 {
+		cfg.Progress("cold starts: %d per function", cfg.ColdStarts)
+		fns, err := coldstart.ProjectFunctions(coldstart.ProjectConfig{
+			IdempotencyTable: st.Tables["IdempotencyTable"], LedgerTable: st.Tables["LedgerTable"],
+			StateMachineARN:  st.StateMachines["TransferStateMachine"],
+			DynamoDBEndpoint: st.DynamoDBEndpoint, SFNEndpoint: st.SFNEndpoint, Region: stack.Region,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		if res.Hello, res.Functions, err = coldstart.Measure(ctx, coldstart.Options{Functions: fns, Starts: cfg.ColdStarts}); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
 		}
 	}
 	return res, nil

@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"time"
+
+	"github.com/exactlyonce/transfers/internal/bench/coldstart"
 )
 
 // Target is one of the project's performance targets, checked on a run:
@@ -17,7 +19,7 @@ type Target struct {
 	Measured, Threshold float64
 	Max                 bool
 	// Unit formats the figures: "%" (ratios shown as percentages), "×",
-	// or "MB".
+	// or "MiB".
 	Unit string
 	// Note explains the figure: what it is made of, or its ceiling.
 	Note string
@@ -35,8 +37,8 @@ func (t Target) format(v float64) string {
 	switch t.Unit {
 	case "%":
 		return fmt.Sprintf("%.1f %%", 100*v)
-	case "MB":
-		return fmt.Sprintf("%.2f MB", v)
+	case "MiB":
+		return fmt.Sprintf("%.2f MiB", v)
 	}
 	return fmt.Sprintf("%.2f×", v)
 }
@@ -114,6 +116,16 @@ func (r *Result) Targets() []Target {
 		out = append(out, Target{Name: fmt.Sprintf("orchestrator CPU per %s request / its p50 latency", c.Kind), At: "1 client, " + ownershipLabel(c.Ownership),
 			Measured: float64(c.CPUNs) / float64(p.Sample.Quantile(0.5)), Threshold: 0.10, Max: true, Unit: "%",
 			Note: fmt.Sprintf("%.0f µs of %.2f ms%s", float64(c.CPUNs)/1e3, ms(p.Sample.Quantile(0.5)), sdk)})
+	}
+	for _, f := range r.Functions {
+		if r.Hello.Ready > 0 {
+			out = append(out, Target{Name: "process start → ready / a minimal aws-lambda-go handler's", At: f.Name,
+				Measured: float64(f.Ready) / float64(r.Hello.Ready), Threshold: coldstart.MaxReadyRatio, Max: true, Unit: "×",
+				Note: fmt.Sprintf("medians of %d starts: %.2f ms against %.2f ms", f.Samples, ms(f.Ready), ms(r.Hello.Ready))})
+		}
+		out = append(out, Target{Name: "arm64 bootstrap, stripped", At: f.Name,
+			Measured: float64(f.SizeArm64) / (1 << 20), Threshold: float64(coldstart.MaxSizeArm64) / (1 << 20), Max: true, Unit: "MiB",
+			Note: fmt.Sprintf("%d bytes", f.SizeArm64)})
 	}
 	return out
 }
