@@ -13,9 +13,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-
-	"github.com/exactlyonce/transfers/internal/ledger"
 )
 
 // CPU is what one request costs the orchestrator's process itself: the
@@ -124,13 +121,10 @@ func (p *paths) cpu(ctx context.Context, name string, ownership bool, kind strin
 				return nil, err
 			}
 		case Baseline:
-			db := dynamodb.NewFromConfig(cfg)
-			led, err := ledger.New(db, ledger.Config{LedgerTable: p.st.Tables["LedgerTable"], IdempotencyTable: p.st.Tables["IdempotencyTable"]})
-			if err != nil {
+			var err error
+			if h, err = p.conventional(cfg, ownership); err != nil {
 				return nil, err
 			}
-			h = &conventional{db: db, exec: sfn.NewFromConfig(cfg), accounts: led, table: p.st.Tables["IdempotencyTable"],
-				machine: p.machine, maxAmount: 100000000, ownership: ownership}
 		case Raw:
 			for _, im := range p.impls {
 				if im.name == Raw && im.ownership == ownership {

@@ -197,61 +197,58 @@ func (p *paths) ours(ctx context.Context, ownership bool) (*impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	prefix := fmt.Sprintf("ours-%t-", ownership)
 	if err := p.settle(ctx, Ours, h); err != nil {
 		return nil, err
 	}
-	pool := p.pool[Ours]
-	return &impl{
-		name: Ours, ownership: ownership, calls: c,
-		budget: map[string]int{New: 2, Duplicate: 1},
-		op: map[string]Op{
-			New: func(ctx context.Context, client, _ int) error {
-				n := p.keys.Add(1)
-				return expect(ctx, h, request(fmt.Sprintf("%snew-%d", prefix, n), client), http.StatusAccepted)
-			},
-			Duplicate: func(ctx context.Context, client, seq int) error {
-				d := pool[seq%len(pool)]
-				return expect(ctx, h, request(d.key, d.client), http.StatusOK)
-			},
-		},
-	}, nil
+	return &impl{name: Ours, ownership: ownership, calls: c, budget: map[string]int{New: 2, Duplicate: 1},
+		op: p.requests(h, Ours, ownership)}, nil
+}
+
+// conventional builds the baseline on cfg's clients.
+func (p *paths) conventional(cfg aws.Config, ownership bool) (*conventional, error) {
+	db := dynamodb.NewFromConfig(cfg)
+	led, err := ledger.New(db, ledger.Config{LedgerTable: p.st.Tables["LedgerTable"], IdempotencyTable: p.st.Tables["IdempotencyTable"]})
+	if err != nil {
+		return nil, err
+	}
+	return &conventional{db: db, exec: sfn.NewFromConfig(cfg), accounts: led, table: p.st.Tables["IdempotencyTable"],
+		machine: p.machine, maxAmount: 100000000, ownership: ownership}, nil
 }
 
 func (p *paths) baseline(ctx context.Context, ownership bool) (*impl, error) {
 	c := &calls{}
 	cfg := clientConfig(p.st)
 	cfg.APIOptions = append(cfg.APIOptions, c.add)
-	db := dynamodb.NewFromConfig(cfg)
-	led, err := ledger.New(db, ledger.Config{LedgerTable: p.st.Tables["LedgerTable"], IdempotencyTable: p.st.Tables["IdempotencyTable"]})
+	h, err := p.conventional(cfg, ownership)
 	if err != nil {
 		return nil, err
 	}
-	h := &conventional{db: db, exec: sfn.NewFromConfig(cfg), accounts: led, table: p.st.Tables["IdempotencyTable"],
-		machine: p.machine, maxAmount: 100000000, ownership: ownership}
 	if err := p.settle(ctx, Baseline, h); err != nil {
 		return nil, err
 	}
-	pool := p.pool[Baseline]
-	prefix := fmt.Sprintf("baseline-%t-", ownership)
 	extra := 0
 	if ownership {
 		extra = 1
 	}
-	return &impl{
-		name: Baseline, ownership: ownership, calls: c,
-		budget: map[string]int{New: 3 + extra, Duplicate: 2 + extra},
-		op: map[string]Op{
-			New: func(ctx context.Context, client, _ int) error {
-				n := p.keys.Add(1)
-				return expect(ctx, h, request(fmt.Sprintf("%snew-%d", prefix, n), client), http.StatusAccepted)
-			},
-			Duplicate: func(ctx context.Context, client, seq int) error {
-				d := pool[seq%len(pool)]
-				return expect(ctx, h, request(d.key, d.client), http.StatusOK)
-			},
+	return &impl{name: Baseline, ownership: ownership, calls: c, budget: map[string]int{New: 3 + extra, Duplicate: 2 + extra},
+		op: p.requests(h, Baseline, ownership)}, nil
+}
+
+// requests are the two request kinds sent to h: a new key each time, and
+// the settled keys of family's pool in turn.
+func (p *paths) requests(h handler, family string, ownership bool) map[string]Op {
+	prefix := fmt.Sprintf("%s-%t-", family, ownership)
+	pool := p.pool[family]
+	return map[string]Op{
+		New: func(ctx context.Context, client, _ int) error {
+			n := p.keys.Add(1)
+			return expect(ctx, h, request(fmt.Sprintf("%snew-%d", prefix, n), client), http.StatusAccepted)
 		},
-	}, nil
+		Duplicate: func(ctx context.Context, client, seq int) error {
+			d := pool[seq%len(pool)]
+			return expect(ctx, h, request(d.key, d.client), http.StatusOK)
+		},
+	}
 }
 
 // settle creates the pool of keys family's duplicates are sent for, once
