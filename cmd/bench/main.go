@@ -4,7 +4,7 @@
 // <date>.md, <date>-latency-cdf.png and <date>-throughput.png. It exits
 // non-zero when a target fails.
 //
-//	go run ./cmd/bench [-cell 1s] [-rounds 3] [-out bench/results]
+//	go run ./cmd/bench [-cell 400ms] [-rounds 8] [-out bench/results]
 package main
 
 import (
@@ -23,8 +23,8 @@ import (
 )
 
 func main() {
-	cell := flag.Duration("cell", time.Second, "how long each request-path measurement runs per round")
-	rounds := flag.Int("rounds", 3, "interleaved rounds per figure")
+	cell := flag.Duration("cell", 400*time.Millisecond, "how long each request-path measurement runs per round")
+	rounds := flag.Int("rounds", 8, "interleaved rounds per figure")
 	out := flag.String("out", "bench/results", "directory for the report and the plots, relative to the module root")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the CPU-per-request stage to this file")
 	flag.Parse()

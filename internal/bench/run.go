@@ -26,7 +26,9 @@ type Config struct {
 	Clients []int
 	// Cell is how long each request-path measurement runs per round,
 	// and Rounds how many interleaved rounds add up to a figure; default
-	// 1 s and 3.
+	// 400 ms and 8: short turns, many of them, so that a burst of noise
+	// or DynamoDB Local's drift as its tables grow falls on every
+	// implementation alike.
 	Cell   time.Duration
 	Rounds int
 	// Warmup runs every request kind before measuring, so that DynamoDB
@@ -47,10 +49,10 @@ func (c *Config) defaults() {
 		c.Clients = []int{1, 8, 32}
 	}
 	if c.Cell <= 0 {
-		c.Cell = time.Second
+		c.Cell = 400 * time.Millisecond
 	}
 	if c.Rounds <= 0 {
-		c.Rounds = 3
+		c.Rounds = 8
 	}
 	if c.Warmup <= 0 {
 		c.Warmup = 300 * time.Millisecond
