@@ -89,6 +89,7 @@ func (m *Machine) run(parent context.Context, exec Execution, rawInput json.RawM
 // output. An interrupted run gives errInterrupted.
 func (r *runner) runStates(ctx context.Context, def *definition, input any, vars *varScope) (any, json.RawMessage, *Error) {
 	name := def.startAt
+	var rawInput json.RawMessage // the encoded input, once known
 	for {
 		if ctx.Err() != nil {
 			return nil, nil, errInterrupted
@@ -97,14 +98,15 @@ func (r *runner) runStates(ctx context.Context, def *definition, input any, vars
 			return nil, nil, newError(ErrRuntime, "the execution history reached the limit of %d events", maxHistoryEvents)
 		}
 		st := def.states[name]
-		out, raw, next, serr := r.runState(ctx, st, input, vars)
+		out, raw, next, serr := r.runState(ctx, st, input, rawInput, vars)
 		if serr != nil {
 			return nil, nil, serr
 		}
 		if next == "" {
 			return out, raw, nil
 		}
-		input, name = out, next
+		// A state's encoded output is the next state's encoded input.
+		input, rawInput, name = out, raw, next
 	}
 }
 
@@ -196,10 +198,12 @@ func formatTime(t time.Time) string {
 
 // runState executes one state on its raw input and returns its output
 // (decoded and encoded) and the next state ("" when the execution ends
-// successfully).
-func (r *runner) runState(ctx context.Context, st *state, input any, vars *varScope) (any, json.RawMessage, string, *Error) {
+// successfully). rawIn is the input encoded, nil when not encoded yet.
+func (r *runner) runState(ctx context.Context, st *state, input any, rawIn json.RawMessage, vars *varScope) (any, json.RawMessage, string, *Error) {
 	entered := time.Now()
-	rawIn, _ := encodeValue(input)
+	if rawIn == nil {
+		rawIn, _ = encodeValue(input)
+	}
 	r.emit(HistoryEvent{Type: st.typ + "StateEntered", StateName: st.name, Input: rawIn})
 
 	var out any

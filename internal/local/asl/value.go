@@ -33,8 +33,21 @@ func decodeValue(data []byte) (any, error) {
 	return v, nil
 }
 
-// encodeValue renders a value as compact JSON without HTML escaping.
+// encodeValue renders a value as compact JSON without HTML escaping,
+// byte for byte as encoding/json's Encoder with SetEscapeHTML(false)
+// does (object keys sorted, the same string escapes). The generic tree
+// is written directly (appendValue); anything else, and any value
+// encoding/json refuses, goes through encoding/json, so errors read the
+// same.
 func encodeValue(v any) (json.RawMessage, error) {
+	if out, ok := appendValue(make([]byte, 0, 256), v); ok {
+		return out, nil
+	}
+	return encodeReflect(v)
+}
+
+// encodeReflect is encodeValue through encoding/json.
+func encodeReflect(v any) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -42,6 +55,167 @@ func encodeValue(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// appendValue appends the JSON of a generic tree (see decodeValue) to dst.
+// It reports false for a value it does not write as encoding/json would:
+// another type, or a json.Number that is no JSON number (an error there).
+func appendValue(dst []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(dst, "null"...), true
+	case bool:
+		return strconv.AppendBool(dst, v), true
+	case string:
+		return appendString(dst, v), true
+	case json.Number:
+		n := string(v)
+		if n == "" {
+			n = "0" // as encoding/json writes an empty Number
+		}
+		if !isNumber(n) {
+			return dst, false
+		}
+		return append(dst, n...), true
+	case map[string]any:
+		if v == nil {
+			return append(dst, "null"...), true
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, k)
+			dst = append(dst, ':')
+			var ok bool
+			if dst, ok = appendValue(dst, v[k]); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, '}'), true
+	case []any:
+		if v == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var ok bool
+			if dst, ok = appendValue(dst, e); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	}
+	return dst, false
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it without HTML escaping: '"' and '\\', the control characters
+// (\b, \f, \n, \r, \t by name, the others as \u00XX), invalid UTF-8 as
+// \ufffd, and U+2028 and U+2029.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// isNumber reports whether s is a JSON number (RFC 8259, section 6).
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == '-' {
+		s = s[1:]
+		if s == "" {
+			return false
+		}
+	}
+	switch {
+	case s[0] == '0':
+		s = s[1:]
+	case '1' <= s[0] && s[0] <= '9':
+		s = s[1:]
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	default:
+		return false
+	}
+	if len(s) >= 2 && s[0] == '.' && '0' <= s[1] && s[1] <= '9' {
+		s = s[2:]
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	}
+	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
+		s = s[1:]
+		if s[0] == '+' || s[0] == '-' {
+			s = s[1:]
+			if s == "" {
+				return false
+			}
+		}
+		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
+			s = s[1:]
+		}
+	}
+	return s == ""
 }
 
 // mustEncode renders a value for messages; it never fails on decoded values.

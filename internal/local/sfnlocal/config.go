@@ -71,7 +71,9 @@ type DynamoDBConfig struct {
 	SecretAccessKey string
 	SessionToken    string
 	// HTTPClient sends the requests. Default: a client without timeout (the
-	// task's context bounds each call).
+	// task's context bounds each call) that keeps as many idle connections
+	// to the endpoint as there are requests in flight, so concurrent
+	// executions reuse them.
 	HTTPClient *http.Client
 }
 
@@ -117,6 +119,17 @@ type Publisher interface {
 	Publish(ctx context.Context, event []byte) error
 }
 
+// defaultTransport is the transport of the default DynamoDB client:
+// http.DefaultTransport's settings, without its limit of two idle
+// connections per host, beyond which every concurrent request opens and
+// closes a connection.
+var defaultTransport = func() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = 1024
+	return tr
+}()
+
 func (c Config) withDefaults() Config {
 	if c.Region == "" {
 		c.Region = DefaultRegion
@@ -137,7 +150,7 @@ func (c Config) withDefaults() Config {
 		c.DynamoDB.SecretAccessKey = "local"
 	}
 	if c.DynamoDB.HTTPClient == nil {
-		c.DynamoDB.HTTPClient = &http.Client{}
+		c.DynamoDB.HTTPClient = &http.Client{Transport: defaultTransport}
 	}
 	return c
 }

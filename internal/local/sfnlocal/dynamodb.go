@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,8 +31,7 @@ const (
 // request, sent as is; the output is the API response plus the SDK
 // metadata Step Functions adds.
 func (t *Tasks) callDynamoDB(ctx context.Context, operation string, parameters json.RawMessage) (json.RawMessage, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(parameters, &members); err != nil || members == nil {
+	if !isJSONObject(parameters) {
 		return nil, runtimeError("dynamodb:%s: Parameters must be a JSON object, got %s", lowerFirst(operation), truncate(string(parameters), 200))
 	}
 	if t.cfg.DynamoDB.Endpoint == "" {
@@ -75,19 +75,48 @@ func (t *Tasks) callDynamoDB(ctx context.Context, operation string, parameters j
 	if resp.StatusCode != http.StatusOK {
 		return nil, dynamoDBError(resp.StatusCode, requestID, body)
 	}
-	var out map[string]json.RawMessage
-	if err := json.Unmarshal(body, &out); err != nil || out == nil {
+	if !isJSONObject(body) {
 		return nil, &asl.Error{Name: dynamoDBClientError, Cause: serviceCause("Unable to parse the response: "+truncate(string(body), 200), "DynamoDb", resp.StatusCode, requestID)}
 	}
 	md, _ := marshalJSON(newSDKHTTPMetadata(resp.Header, resp.StatusCode)) // maps of strings: never fails
 	rmd, _ := marshalJSON(sdkResponseMetadata{RequestID: requestID})       // never fails
-	out["SdkHttpMetadata"] = md
-	out["SdkResponseMetadata"] = rmd
-	result, err := marshalJSON(out)
-	if err != nil {
-		return nil, runtimeError("dynamodb:%s: encode output: %v", lowerFirst(operation), err)
+	return withMembers(body, member{"SdkHttpMetadata", md}, member{"SdkResponseMetadata", rmd}), nil
+}
+
+// isJSONObject reports whether raw is one valid JSON object.
+func isJSONObject(raw []byte) bool {
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed)
+}
+
+// member is one name and JSON value of an object.
+type member struct {
+	name  string
+	value json.RawMessage
+}
+
+// withMembers returns the JSON object obj (valid, see isJSONObject) with
+// members added at its end: the service's answer as it came, plus what Step
+// Functions adds to it. The response of DynamoDB never has these names.
+func withMembers(obj []byte, members ...member) json.RawMessage {
+	obj = bytes.TrimSpace(obj)
+	inner := bytes.TrimSpace(obj[1 : len(obj)-1])
+	size := len(obj)
+	for _, m := range members {
+		size += len(m.name) + len(m.value) + 4
 	}
-	return result, nil
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	out = append(out, inner...)
+	for i, m := range members {
+		if i > 0 || len(inner) > 0 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendQuote(out, m.name)
+		out = append(out, ':')
+		out = append(out, m.value...)
+	}
+	return append(out, '}')
 }
 
 // dynamoDBError maps a DynamoDB error response to the error Step Functions

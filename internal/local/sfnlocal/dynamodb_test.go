@@ -332,3 +332,52 @@ func TestDynamoDBErrorMapping(t *testing.T) {
 		})
 	}
 }
+
+func TestWithMembers(t *testing.T) {
+	md := member{"SdkHttpMetadata", json.RawMessage(`{"HttpStatusCode":200}`)}
+	rmd := member{"SdkResponseMetadata", json.RawMessage(`{"RequestId":"R1"}`)}
+	tests := []struct {
+		name, obj string
+		want      string
+	}{
+		{name: "empty answer", obj: `{}`, want: `{"SdkHttpMetadata":{"HttpStatusCode":200},"SdkResponseMetadata":{"RequestId":"R1"}}`},
+		{name: "answer with members", obj: `{"Attributes":{"pk":{"S":"a"}}}`,
+			want: `{"Attributes":{"pk":{"S":"a"}},"SdkHttpMetadata":{"HttpStatusCode":200},"SdkResponseMetadata":{"RequestId":"R1"}}`},
+		{name: "spaces around", obj: " \n{ \"Item\" : {} }\n", want: `{"Item" : {},"SdkHttpMetadata":{"HttpStatusCode":200},"SdkResponseMetadata":{"RequestId":"R1"}}`},
+		{name: "spaces inside an empty object", obj: `{  }`, want: `{"SdkHttpMetadata":{"HttpStatusCode":200},"SdkResponseMetadata":{"RequestId":"R1"}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !isJSONObject([]byte(tc.obj)) {
+				t.Fatalf("isJSONObject(%q) = false", tc.obj)
+			}
+			got := withMembers([]byte(tc.obj), md, rmd)
+			if string(got) != tc.want || !json.Valid(got) {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsJSONObject(t *testing.T) {
+	tests := []struct {
+		raw  string
+		want bool
+	}{
+		{`{"a":1}`, true},
+		{` {}`, true},
+		{`null`, false},
+		{`[]`, false},
+		{`"{}"`, false},
+		{`{"a":1`, false},
+		{`{"a":1} {}`, false},
+		{``, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.raw, func(t *testing.T) {
+			if got := isJSONObject([]byte(tc.raw)); got != tc.want {
+				t.Errorf("isJSONObject(%q) = %v, want %v", tc.raw, got, tc.want)
+			}
+		})
+	}
+}

@@ -25,8 +25,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/exactlyonce/transfers/internal/app"
 	"github.com/exactlyonce/transfers/internal/cfn"
@@ -85,6 +87,26 @@ type Options struct {
 	// Stack.TTL.RunNow).
 	TTLLag      time.Duration
 	TTLInterval time.Duration
+	// APIOptions are appended to the APIOptions of AWS after those of
+	// Faults, and so reach every function's SDK clients; the runtime's own
+	// clients (table creation, TTL) never get them. Benchmarks observe the
+	// functions' calls with them; nil adds nothing.
+	APIOptions []func(*middleware.Stack) error
+	// WorkflowDynamoDB, when set, wraps the transport of the Step
+	// Functions endpoint's DynamoDB integrations, inside the faults of
+	// Faults: it sees the requests that reach DynamoDB and their answers.
+	// Benchmarks observe the workflow's own calls with it; nil wraps
+	// nothing.
+	WorkflowDynamoDB func(next http.RoundTripper) http.RoundTripper
+	// DynamoDBConcurrency is how many requests the stack's own clients
+	// (the functions' SDK clients, the runtime's, the workflow's DynamoDB
+	// integrations) may have in flight at DynamoDB Local at once; the
+	// others wait their turn in the order they came. DynamoDB Local runs
+	// transactions under one database-wide lock that lets late arrivals
+	// overtake those waiting, and without a bound a busy stack starves
+	// some transactions for seconds (see dynamoDBGate). 0 is
+	// DefaultDynamoDBConcurrency; negative sets no bound.
+	DynamoDBConcurrency int
 }
 
 // Stack is a running local stack.
@@ -169,13 +191,21 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	st.Bus = eventbus.New(eventbus.Config{Region: Region, AccountID: AccountID, TimeScale: opts.TimeScale,
 		FirstScheduleAfter: opts.FirstScheduleAfter, Logger: log.With("component", "eventbridge")})
 	st.async = newAsyncInvoker(st.Functions, opts.TimeScale, log.With("component", "lambda-async"), st.recordFailure)
-	ddbCfg := sfnlocal.DynamoDBConfig{Endpoint: st.DynamoDBEndpoint}
+	gate, err := newDynamoDBGate(st.DynamoDBEndpoint, opts.DynamoDBConcurrency)
+	if err != nil {
+		return err
+	}
+	var workflowDDB http.RoundTripper = gatedTransport{gate: gate, next: newTransport()}
+	if opts.WorkflowDynamoDB != nil {
+		workflowDDB = opts.WorkflowDynamoDB(workflowDDB)
+	}
 	var publisher sfnlocal.Publisher = st.Bus
 	if st.faults = opts.Faults; st.faults != nil {
 		st.Functions.SetInterceptor(st.faults.Interceptor())
 		publisher = st.faults.Publisher(st.Bus)
-		ddbCfg.HTTPClient = &http.Client{Transport: st.faults.Transport(nil)}
+		workflowDDB = st.faults.Transport(workflowDDB)
 	}
+	ddbCfg := sfnlocal.DynamoDBConfig{Endpoint: st.DynamoDBEndpoint, HTTPClient: &http.Client{Transport: workflowDDB}}
 	st.SFN = sfnlocal.New(sfnlocal.Config{
 		Region:    Region,
 		AccountID: AccountID,
@@ -207,6 +237,7 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	if st.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
 		return fmt.Errorf("load AWS configuration: %w", err)
 	}
+	st.AWS.HTTPClient = gatedClient{gate: gate, next: sdkHTTPClient(st.AWS.HTTPClient)}
 	st.AWS.Logger = sdklog.New(log)
 	// The runtime's own clients (table creation, TTL) never see faults;
 	// the functions' clients, built from st.AWS, do.
@@ -214,6 +245,7 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	if st.faults != nil {
 		st.AWS.APIOptions = append(st.AWS.APIOptions, st.faults.APIOptions()...)
 	}
+	st.AWS.APIOptions = append(st.AWS.APIOptions, opts.APIOptions...)
 
 	if err := st.createTables(ctx, runtimeAWS, tpl, env, opts); err != nil {
 		return err
@@ -551,4 +583,42 @@ func (st *Stack) Close(ctx context.Context) error {
 		errs = append(errs, st.ddb.Stop())
 	}
 	return errors.Join(errs...)
+}
+
+// maxIdleConnsPerHost is how many idle keep-alive connections the
+// runtime's HTTP clients keep to each local endpoint: as many as requests
+// in flight at once, so that a busy stack reuses its connections. With
+// Go's default of two (the Step Functions endpoint's DynamoDB client) and
+// the SDK's ten (the functions'), every request beyond them opened a
+// connection and closed it after one use: about half a connection per
+// transfer at 8 clients, each accepted, set up and torn down by DynamoDB
+// Local (bench/profiles/e2e.md).
+const maxIdleConnsPerHost = 1024
+
+// newTransport is the HTTP transport of the Step Functions endpoint's
+// DynamoDB integrations: http.DefaultTransport's settings, keeping idle
+// connections to DynamoDB Local for reuse.
+func newTransport() http.RoundTripper {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0 // no limit over all hosts
+	tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	return tr
+}
+
+// sdkHTTPClient is the HTTP client of the functions' (and the runtime's)
+// SDK clients: the one the SDK's configuration loaded (the SDK's default,
+// with AWS_CA_BUNDLE's authorities when set), keeping idle connections to
+// the local endpoints for reuse.
+func sdkHTTPClient(loaded aws.HTTPClient) aws.HTTPClient {
+	if loaded == nil {
+		loaded = awshttp.NewBuildableClient()
+	}
+	b, ok := loaded.(*awshttp.BuildableClient)
+	if !ok {
+		return loaded
+	}
+	return b.WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConns = 0
+		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	})
 }
