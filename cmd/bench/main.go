@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/exactlyonce/transfers/internal/bench"
+	"github.com/exactlyonce/transfers/internal/bench/e2e"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
 	"github.com/exactlyonce/transfers/internal/local/stack"
 )
@@ -64,12 +65,13 @@ func run(cell time.Duration, rounds int, out, cpuprofile string) (failed int, er
 		defer f.Close()
 		prof = f
 	}
-	st, err := stack.Start(ctx, stack.Options{})
+	probe := e2e.NewProbe()
+	st, err := stack.Start(ctx, probe.Options(stack.Options{}))
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close(context.Background())
-	res, err := bench.Run(ctx, st, bench.Config{Cell: cell, Rounds: rounds, CPUProfile: prof, Progress: func(f string, a ...any) {
+	res, err := bench.Run(ctx, st, bench.Config{Cell: cell, Rounds: rounds, CPUProfile: prof, Probe: probe, Progress: func(f string, a ...any) {
 		fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
 	}})
 	if err != nil {

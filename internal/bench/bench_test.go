@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/exactlyonce/transfers/internal/bench/e2e"
 	"github.com/exactlyonce/transfers/internal/local/stack"
 )
 
@@ -152,12 +153,14 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := stack.Start(ctx, stack.Options{})
+	probe := e2e.NewProbe()
+	st, err := stack.Start(ctx, probe.Options(stack.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close(context.Background()) })
-	res, err := Run(ctx, st, Config{Clients: []int{1, 3}, Cell: 40 * time.Millisecond, Rounds: 2, Warmup: 20 * time.Millisecond, ColdStarts: 1})
+	res, err := Run(ctx, st, Config{Clients: []int{1, 3}, Cell: 40 * time.Millisecond, Rounds: 2, Warmup: 20 * time.Millisecond,
+		Probe: probe, E2ESlice: 300 * time.Millisecond, E2ERounds: 1, ColdStarts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +201,15 @@ func TestRun(t *testing.T) {
 
 	if len(res.Functions) != 5 || res.Hello.Ready <= 0 {
 		t.Errorf("cold starts: %d functions, hello ready in %v; want 5 and a time", len(res.Functions), res.Hello.Ready)
+	}
+
+	if len(res.E2E) != 2 {
+		t.Errorf("end to end at %d concurrencies, want 2", len(res.E2E))
+	}
+	for _, c := range res.E2E {
+		if c.E2E.Completed == 0 || c.Replay.Transfers == 0 || c.Replay.ConditionFailures != 0 {
+			t.Errorf("end to end at %d clients: %d completed, %d replayed, %d replayed conditions failed", c.E2E.Clients, c.E2E.Completed, c.Replay.Transfers, c.Replay.ConditionFailures)
+		}
 	}
 
 	dir := t.TempDir()

@@ -56,7 +56,16 @@ func (r *Result) Plots(dir, date string) ([]string, error) {
 			}
 		}
 	}
-	if err := plot.Throughput(filepath.Join(dir, tputName), "Requests/s against concurrent clients (ownership enforced)", curves); err != nil {
+	if len(r.E2E) > 0 {
+		done := plot.Curve{Name: "end to end, completed transfers"}
+		replay := plot.Curve{Name: "their DynamoDB operations alone"}
+		for _, c := range r.E2E {
+			done.Points = append(done.Points, plot.Point{Clients: c.E2E.Clients, PerSecond: c.E2E.PerSecond})
+			replay.Points = append(replay.Points, plot.Point{Clients: c.E2E.Clients, PerSecond: c.Replay.PerSecond})
+		}
+		curves = append(curves, done, replay)
+	}
+	if err := plot.Throughput(filepath.Join(dir, tputName), "Requests (or transfers) per second against concurrent clients", curves); err != nil {
 		return nil, fmt.Errorf("plot throughput: %w", err)
 	}
 	return []string{cdfName, tputName}, nil

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/exactlyonce/transfers/internal/bench/coldstart"
+	"github.com/exactlyonce/transfers/internal/bench/e2e"
 )
 
 // Machine describes where a run happened.
@@ -127,6 +130,19 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 		p.f("| %s | %s | %s | %.0f | %.0f | %s | %d | %d |\n", c.Impl, onOff(c.Ownership), c.Kind, float64(c.CPUNs)/1e3, float64(c.NsPerOp)/1e3, share, c.Allocs, c.Bytes)
 	}
 
+	if len(r.E2E) > 0 {
+		p.f("\n## End to end\n\n")
+		p.f("Each client runs one transfer at a time through the local REST API (the real workflow: orchestrator, Step Functions endpoint, debit and credit Lambdas, the DynamoDB integrations), from its request to the moment the workflow's write turns its record COMPLETED. Beside it, at the same concurrency, a plain loop sends the DynamoDB operations one transfer costs, captured from a real one (%s; %d operations), straight to DynamoDB Local: what the database alone allows. The two take turns.\n\n",
+			mixKinds(r.Mix), len(r.Mix.Ops))
+		p.f("| clients | completed transfers/s | p50 ms | p99 ms | p99.9 ms | replay transfers/s | replay p50 ms | ratio | replayed conditions failed |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, c := range r.E2E {
+			e := Sample{Latencies: slices.Clone(c.E2E.Latencies)}
+			rp := Sample{Latencies: slices.Clone(c.Replay.Latencies)}
+			p.f("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f %% | %d |\n", c.E2E.Clients, c.E2E.PerSecond,
+				ms(e.Quantile(0.5)), ms(e.Quantile(0.99)), ms(e.Quantile(0.999)), c.Replay.PerSecond, ms(rp.Quantile(0.5)), 100*c.Ratio, c.Replay.ConditionFailures)
+		}
+	}
+
 	if len(r.Functions) > 0 {
 		p.f("\n## Cold start\n\n")
 		p.f("Each function's `bootstrap` built as `make build` does (linux/arm64, stripped) for its size, and built the same way for this machine to start it %d times against a minimal Lambda Runtime API served by the benchmark, beside a minimal aws-lambda-go handler; the functions take turns, round by round. Ready is from just before the process starts to its first request for an event; the first invoke, from handing out the event (real work: a transfer, a leg, a sweep against the local stack) to its answer. Medians.\n\n", r.Hello.Samples)
@@ -143,6 +159,18 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 		}
 	}
 	return p.err
+}
+
+// mixKinds lists the operation kinds of m with their counts, in a fixed
+// order.
+func mixKinds(m e2e.Mix) string {
+	kinds := m.Kinds()
+	names := slices.Sorted(maps.Keys(kinds))
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%d× %s", kinds[k], k)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func onOff(b bool) string {

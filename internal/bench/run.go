@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/exactlyonce/transfers/internal/bench/coldstart"
+	"github.com/exactlyonce/transfers/internal/bench/e2e"
 	"github.com/exactlyonce/transfers/internal/local/stack"
 )
 
@@ -34,6 +35,12 @@ type Config struct {
 	// Warmup runs every request kind before measuring, so that DynamoDB
 	// Local's JIT has compiled its paths; default 300 ms per kind.
 	Warmup time.Duration
+	// Probe, when set, runs the end-to-end stage: the stack must have
+	// been started with its Options (e2e.Probe.Options). E2ESlice and
+	// E2ERounds size it per concurrency; default 2 s and 4.
+	Probe     *e2e.Probe
+	E2ESlice  time.Duration
+	E2ERounds int
 	// ColdStarts is how many times each function is started for its
 	// cold-start medians; default 20, negative skips the stage.
 	ColdStarts int
@@ -56,6 +63,12 @@ func (c *Config) defaults() {
 	}
 	if c.Warmup <= 0 {
 		c.Warmup = 300 * time.Millisecond
+	}
+	if c.E2ESlice <= 0 {
+		c.E2ESlice = 2 * time.Second
+	}
+	if c.E2ERounds <= 0 {
+		c.E2ERounds = 4
 	}
 	if c.ColdStarts == 0 {
 		c.ColdStarts = 20
@@ -84,6 +97,10 @@ type Result struct {
 	Config  Config
 	Paths   []Path
 	CPU     []CPU
+	// E2E holds, per concurrency, the end-to-end transfers against the
+	// replay of their DynamoDB operations; Mix is the operations.
+	E2E []e2e.Comparison
+	Mix e2e.Mix
 	// Hello and Functions are the cold starts: a minimal aws-lambda-go
 	// handler and each of the project's functions.
 	Hello     coldstart.Result
@@ -137,6 +154,11 @@ func Run(ctx context.Context, st *stack.Stack, cfg Config) (*Result, error) {
 	if cfg.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
+	if cfg.Probe != nil {
+		if err := res.endToEnd(ctx, st, cfg); err != nil {
+			return nil, fmt.Errorf("bench: end to end: %w", err)
+		}
+	}
 	if cfg.ColdStarts > 0 {
 		cfg.Progress("cold starts: %d per function", cfg.ColdStarts)
 		fns, err := coldstart.ProjectFunctions(coldstart.ProjectConfig{
@@ -152,6 +174,28 @@ func Run(ctx context.Context, st *stack.Stack, cfg Config) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// endToEnd compares completed transfers with the replay of their
+// database operations at each concurrency, one account pair per client.
+func (r *Result) endToEnd(ctx context.Context, st *stack.Stack, cfg Config) error {
+	pairs, err := e2e.SeedPairs(ctx, st, slices.Max(cfg.Clients), e2e.DefaultCaller, 1<<50)
+	if err != nil {
+		return err
+	}
+	cfg.Progress("end to end: capture one transfer's operations")
+	if r.Mix, err = cfg.Probe.Capture(ctx, st, e2e.CaptureConfig{Pair: pairs[0]}); err != nil {
+		return err
+	}
+	for _, clients := range cfg.Clients {
+		cfg.Progress("end to end: %d clients, %d rounds of %s", clients, cfg.E2ERounds, cfg.E2ESlice)
+		c, err := cfg.Probe.Compare(ctx, st, r.Mix, e2e.CompareConfig{Clients: clients, Rounds: cfg.E2ERounds, Slice: cfg.E2ESlice, Pairs: pairs})
+		if err != nil {
+			return err
+		}
+		r.E2E = append(r.E2E, c)
+	}
+	return nil
 }
 
 // measure runs every implementation and request kind at every

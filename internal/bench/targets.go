@@ -117,6 +117,14 @@ func (r *Result) Targets() []Target {
 			Measured: float64(c.CPUNs) / float64(p.Sample.Quantile(0.5)), Threshold: 0.10, Max: true, Unit: "%",
 			Note: fmt.Sprintf("%.0f µs of %.2f ms%s", float64(c.CPUNs)/1e3, ms(p.Sample.Quantile(0.5)), sdk)})
 	}
+	for _, c := range r.E2E {
+		if c.E2E.Clients != 8 {
+			continue
+		}
+		out = append(out, Target{Name: "end-to-end completed transfers/s / the replay of their DynamoDB operations", At: "8 clients",
+			Measured: c.Ratio, Threshold: 0.80, Unit: "%",
+			Note: fmt.Sprintf("%.1f against %.1f transfers/s", c.E2E.PerSecond, c.Replay.PerSecond)})
+	}
 	for _, f := range r.Functions {
 		if r.Hello.Ready > 0 {
 			out = append(out, Target{Name: "process start → ready / a minimal aws-lambda-go handler's", At: f.Name,
