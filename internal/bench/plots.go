@@ -65,7 +65,7 @@ func (r *Result) Plots(dir, date string) ([]string, error) {
 		}
 		curves = append(curves, done, replay)
 	}
-	if err := plot.Throughput(filepath.Join(dir, tputName), "Requests (or transfers) per second against concurrent clients", curves); err != nil {
+	if err := plot.Throughput(filepath.Join(dir, tputName), "Throughput against clients (ownership on)", curves); err != nil {
 		return nil, fmt.Errorf("plot throughput: %w", err)
 	}
 	return []string{cdfName, tputName}, nil
