@@ -29,6 +29,13 @@
 //	rep, err := e2e.Replay(ctx, st, mix, e2e.ReplayConfig{Clients: 8, Duration: 10 * time.Second, Pairs: pairs})
 //	ratio := res.PerSecond / rep.PerSecond
 //
+// On a machine shared with other work, Compare runs both in short
+// interleaved slices and adds them up, which keeps the ratio steadier
+// than one long run of each. BenchmarkCompare measures 1, 8 and 32
+// clients that way, with the CPU time each side cost:
+//
+//	go test -run '^$' -bench Compare -benchtime 1x ./internal/bench/e2e/
+//
 // Account pairs: client i (and replay worker i) moves money from
 // Pairs[i%len(Pairs)].Source to its Destination. DynamoDB serialises
 // writes to one item: two transfers in flight on the same account make

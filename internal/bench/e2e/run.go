@@ -114,9 +114,9 @@ func (p *Probe) Run(ctx context.Context, st *stack.Stack, cfg Config) (Result, e
 	}
 	var mu sync.Mutex
 	res := Result{Clients: cfg.Clients}
-	one := func(ctx context.Context, client_, n int, measured bool) error {
-		key := fmt.Sprintf("e2e-%d-%d-%d", runID, client_, n)
-		_, accept, total, err := p.transfer(ctx, client, key, bodies[client_%len(bodies)], cfg.Timeout)
+	one := func(ctx context.Context, c, n int, measured bool) error {
+		key := fmt.Sprintf("e2e-%d-%d-%d", runID, c, n)
+		_, accept, total, err := p.transfer(ctx, client, key, bodies[c%len(bodies)], cfg.Timeout)
 		if err != nil {
 			return err
 		}
