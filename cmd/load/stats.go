@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/exactlyonce/transfers/internal/percentile"
 )
 
 // stats collects the answers of the load phase. It is safe for
@@ -71,17 +73,8 @@ func percentilesOf(ds []time.Duration) percentiles {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return percentiles{
-		N: len(s), P50: rank(s, 500), P90: rank(s, 900), P99: rank(s, 990), P999: rank(s, 999), Max: s[len(s)-1],
+		N: len(s), P50: percentile.Of(s, 500), P90: percentile.Of(s, 900), P99: percentile.Of(s, 990), P999: percentile.Of(s, 999), Max: s[len(s)-1],
 	}
-}
-
-// rank is the nearest-rank percentile of sorted (not empty) at permille
-// per mille: the smallest value with at least that share of the values at
-// or below it. Integer arithmetic: 99.9 % of 1000 is exactly the 999th.
-func rank(sorted []time.Duration, permille int) time.Duration {
-	n := len(sorted)
-	i := (permille*n+999)/1000 - 1
-	return sorted[min(max(i, 0), n-1)]
 }
 
 // histogram is the answers sorted by label, with their counts.

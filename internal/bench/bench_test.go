@@ -19,7 +19,7 @@ import (
 	"github.com/exactlyonce/transfers/internal/local/stack"
 )
 
-func TestQuantile(t *testing.T) {
+func TestPercentile(t *testing.T) {
 	ms := func(v ...int) []time.Duration {
 		out := make([]time.Duration, len(v))
 		for i, x := range v {
@@ -30,19 +30,19 @@ func TestQuantile(t *testing.T) {
 	tests := []struct {
 		name string
 		lat  []time.Duration
-		q    float64
+		pm   int
 		want time.Duration
 	}{
-		{"empty", nil, 0.5, 0},
-		{"one", ms(7), 0.999, 7 * time.Millisecond},
-		{"median of four is the second", ms(4, 1, 3, 2), 0.5, 2 * time.Millisecond},
-		{"p99 of a hundred is the 99th", ms(seq(100)...), 0.99, 99 * time.Millisecond},
-		{"p99.9 of a hundred is the maximum", ms(seq(100)...), 0.999, 100 * time.Millisecond},
+		{"empty", nil, 500, 0},
+		{"one", ms(7), 999, 7 * time.Millisecond},
+		{"median of four is the second", ms(4, 1, 3, 2), 500, 2 * time.Millisecond},
+		{"p99 of a hundred is the 99th", ms(seq(100)...), 990, 99 * time.Millisecond},
+		{"p99.9 of a hundred is the maximum", ms(seq(100)...), 999, 100 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := (Sample{Latencies: tt.lat}).Quantile(tt.q); got != tt.want {
-				t.Errorf("Quantile(%v) = %v, want %v", tt.q, got, tt.want)
+			if got := (Sample{Latencies: tt.lat}).Percentile(tt.pm); got != tt.want {
+				t.Errorf("Percentile(%d) = %v, want %v", tt.pm, got, tt.want)
 			}
 		})
 	}

@@ -112,7 +112,7 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 						rel = fmt.Sprintf("%.2f", ours.Sample.PerSecond()/x.Sample.PerSecond())
 					}
 					p.f("| %d | %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.0f | %s |\n", clients, onOff(own), kind, impl,
-						x.Sample.CallsPerRequest(), ms(x.Sample.Quantile(0.5)), ms(x.Sample.Quantile(0.99)), ms(x.Sample.Quantile(0.999)),
+						x.Sample.CallsPerRequest(), ms(x.Sample.Percentile(500)), ms(x.Sample.Percentile(990)), ms(x.Sample.Percentile(999)),
 						x.Sample.PerSecond(), rel)
 				}
 			}
@@ -124,8 +124,8 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 	p.f("| implementation | ownership | request | CPU µs | wall µs | share of p50 | allocs | bytes |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.CPU {
 		share := "—"
-		if x, ok := r.Path(c.Impl, c.Ownership, c.Kind, 1); ok && x.Sample.Quantile(0.5) > 0 {
-			share = fmt.Sprintf("%.1f %%", 100*float64(c.CPUNs)/float64(x.Sample.Quantile(0.5)))
+		if x, ok := r.Path(c.Impl, c.Ownership, c.Kind, 1); ok && x.Sample.Percentile(500) > 0 {
+			share = fmt.Sprintf("%.1f %%", 100*float64(c.CPUNs)/float64(x.Sample.Percentile(500)))
 		}
 		p.f("| %s | %s | %s | %.0f | %.0f | %s | %d | %d |\n", c.Impl, onOff(c.Ownership), c.Kind, float64(c.CPUNs)/1e3, float64(c.NsPerOp)/1e3, share, c.Allocs, c.Bytes)
 	}
@@ -139,7 +139,7 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 			e := Sample{Latencies: slices.Clone(c.E2E.Latencies)}
 			rp := Sample{Latencies: slices.Clone(c.Replay.Latencies)}
 			p.f("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f %% | %d |\n", c.E2E.Clients, c.E2E.PerSecond,
-				ms(e.Quantile(0.5)), ms(e.Quantile(0.99)), ms(e.Quantile(0.999)), c.Replay.PerSecond, ms(rp.Quantile(0.5)), 100*c.Ratio, c.Replay.ConditionFailures)
+				ms(e.Percentile(500)), ms(e.Percentile(990)), ms(e.Percentile(999)), c.Replay.PerSecond, ms(rp.Percentile(500)), 100*c.Ratio, c.Replay.ConditionFailures)
 		}
 	}
 

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/exactlyonce/transfers/internal/percentile"
 )
 
 // Sample is what a closed-loop run measured: each request's latency and
@@ -47,10 +48,11 @@ func (s Sample) CallsPerRequest() float64 {
 	return float64(s.Calls) / float64(len(s.Latencies))
 }
 
-// Quantile is the nearest-rank q-quantile (0 < q ≤ 1) of the latencies:
-// the smallest latency that at least q of the requests did not exceed.
-func (s Sample) Quantile(q float64) time.Duration {
-	return quantile(s.sorted(), q)
+// Percentile is the nearest-rank percentile of the latencies at permille
+// per mille (500 is the median, 999 p99.9), as cmd/load and the plots
+// compute it.
+func (s Sample) Percentile(permille int) time.Duration {
+	return percentile.Of(s.sorted(), permille)
 }
 
 // sorted returns the latencies in order, sorting them in place once.
@@ -59,15 +61,6 @@ func (s Sample) sorted() []time.Duration {
 		slices.Sort(s.Latencies)
 	}
 	return s.Latencies
-}
-
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(q * float64(len(sorted))))
-	rank = min(max(rank, 1), len(sorted))
-	return sorted[rank-1]
 }
 
 // Op is one request of a closed-loop client: client is the client's

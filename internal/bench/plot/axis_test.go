@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/exactlyonce/transfers/internal/percentile"
 )
 
 // The downsampled CDF has at most maxPoints points, rises, starts at the
@@ -45,7 +47,7 @@ func TestCDFKeepsMinMaxAndPercentiles(t *testing.T) {
 				t.Errorf("last point %v, want the maximum %v at 1", last, millis(sorted[n-1]))
 			}
 			for _, pm := range keptPermille {
-				i := nearestRank(n, pm)
+				i := percentile.Rank(n, pm)
 				want := plotter.XY{X: millis(sorted[i]), Y: float64(i+1) / float64(n)}
 				if !slices.Contains(xys, want) {
 					t.Errorf("p%g (%v at %v) not among the points", float64(pm)/10, want.X, want.Y)
@@ -59,14 +61,14 @@ func TestCDFKeepsMinMaxAndPercentiles(t *testing.T) {
 // 990th and p99.9 the 999th; and the tail is drawn in detail: of 100,000
 // latencies, more points above p99 than evenly spread points would give.
 func TestCDFRanks(t *testing.T) {
-	if i := nearestRank(1000, 990); i != 989 {
+	if i := percentile.Rank(1000, 990); i != 989 {
 		t.Errorf("p99 of 1000 at index %d, want 989", i)
 	}
-	if i := nearestRank(1000, 999); i != 998 {
+	if i := percentile.Rank(1000, 999); i != 998 {
 		t.Errorf("p99.9 of 1000 at index %d, want 998", i)
 	}
 	ranks := cdfRanks(100_000, maxPoints)
-	p99 := nearestRank(100_000, 990)
+	p99 := percentile.Rank(100_000, 990)
 	above := len(ranks) - slices.Index(ranks, p99) - 1
 	if above < 100 {
 		t.Errorf("%d of %d points above p99, want at least 100", above, len(ranks))

@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/exactlyonce/transfers/internal/percentile"
 )
 
 // Series is one line of a latency CDF: the latencies of one kind of
@@ -152,17 +154,10 @@ func cdfRanks(n, limit int) []int {
 		}
 	}
 	for _, pm := range keptPermille {
-		ranks = append(ranks, nearestRank(n, pm))
+		ranks = append(ranks, percentile.Rank(n, pm))
 	}
 	slices.Sort(ranks)
 	return slices.Compact(ranks)
-}
-
-// nearestRank is the index of the nearest-rank percentile at permille per
-// mille of n sorted values, as cmd/load computes it: the smallest value
-// with at least that share of the values at or below it.
-func nearestRank(n, permille int) int {
-	return min(max((permille*n+999)/1000-1, 0), n-1)
 }
 
 // logTickSet is one choice of ticks on a log axis: labelled ticks at the
