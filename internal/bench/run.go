@@ -189,7 +189,7 @@ func (r *Result) endToEnd(ctx context.Context, st *stack.Stack, cfg Config) erro
 	}
 	for _, clients := range cfg.Clients {
 		cfg.Progress("end to end: %d clients, %d rounds of %s", clients, cfg.E2ERounds, cfg.E2ESlice)
-		c, err := cfg.Probe.Compare(ctx, st, r.Mix, e2e.CompareConfig{Clients: clients, Rounds: cfg.E2ERounds, Slice: cfg.E2ESlice, Pairs: pairs})
+		c, err := cfg.Probe.Compare(ctx, st, r.Mix, e2e.CompareConfig{Config: e2e.Config{Clients: clients, Duration: cfg.E2ESlice, Pairs: pairs}, Rounds: cfg.E2ERounds})
 		if err != nil {
 			return err
 		}

@@ -5,30 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"time"
 
 	"github.com/exactlyonce/transfers/internal/local/stack"
 )
 
-// CompareConfig is an interleaved comparison of Run and Replay.
+// CompareConfig is an interleaved comparison of Run and Replay: Config
+// is each Run (its Duration or Count ends each slice, of Run and of
+// Replay alike; the replay uses the same clients, warm-up and pairs), and
+// Rounds the number of (Run, Replay) pairs; 0 is 1.
 type CompareConfig struct {
-	// Clients is the concurrency of both; 0 is 1.
-	Clients int
-	// Rounds is the number of (Run, Replay) pairs; 0 is 1.
+	Config
 	Rounds int
-	// Slice and Count end each Run and each Replay (see Config.Duration
-	// and Config.Count).
-	Slice time.Duration
-	Count int
-	// Warmup transfers per client before each slice; see Config.Warmup.
-	Warmup int
-	// Pairs, Caller, Amount, Currency, Timeout: as in Config. The replay
-	// uses the same pairs.
-	Pairs    []Pair
-	Caller   string
-	Amount   int64
-	Currency string
-	Timeout  time.Duration
 }
 
 // Comparison is the sum of the rounds of a comparison.
@@ -49,13 +36,12 @@ func (p *Probe) Compare(ctx context.Context, st *stack.Stack, mix Mix, cfg Compa
 	if cfg.Rounds < 0 {
 		return Comparison{}, fmt.Errorf("e2e: compare: %d rounds", cfg.Rounds)
 	}
-	if cfg.Slice <= 0 && cfg.Count <= 0 {
-		return Comparison{}, errors.New("e2e: compare: set a Slice or a Count")
+	if cfg.Duration <= 0 && cfg.Count <= 0 {
+		return Comparison{}, errors.New("e2e: compare: set a Duration or a Count")
 	}
 	rounds := max(cfg.Rounds, 1)
-	run := Config{Clients: cfg.Clients, Duration: cfg.Slice, Count: cfg.Count, Warmup: cfg.Warmup, Pairs: cfg.Pairs,
-		Caller: cfg.Caller, Amount: cfg.Amount, Currency: cfg.Currency, Timeout: cfg.Timeout}
-	replay := ReplayConfig{Clients: cfg.Clients, Duration: cfg.Slice, Count: cfg.Count, Warmup: cfg.Warmup, Pairs: cfg.Pairs}
+	run := cfg.Config
+	replay := ReplayConfig{Clients: cfg.Clients, Duration: cfg.Duration, Count: cfg.Count, Warmup: cfg.Warmup, Pairs: cfg.Pairs}
 	var c Comparison
 	for i := range rounds {
 		res, err := p.Run(ctx, st, run)

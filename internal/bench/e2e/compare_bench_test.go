@@ -32,7 +32,7 @@ func BenchmarkCompare(b *testing.B) {
 		b.Fatal(err)
 	}
 	// DynamoDB Local compiles its hot paths in the first seconds.
-	if _, err := probe.Compare(context.Background(), st, mix, CompareConfig{Clients: 8, Rounds: 1, Slice: 3 * time.Second, Pairs: pairs}); err != nil {
+	if _, err := probe.Compare(context.Background(), st, mix, CompareConfig{Config: Config{Clients: 8, Duration: 3 * time.Second, Pairs: pairs}, Rounds: 1}); err != nil {
 		b.Fatal(err)
 	}
 	for _, clients := range []int{1, 8, 32} {

@@ -333,7 +333,7 @@ func TestCompareAddsUpItsRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := probe.Compare(context.Background(), st, mix, CompareConfig{Clients: 2, Rounds: 2, Count: 3, Pairs: pairs})
+	c, err := probe.Compare(context.Background(), st, mix, CompareConfig{Config: Config{Clients: 2, Count: 3, Pairs: pairs}, Rounds: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestCompareAddsUpItsRounds(t *testing.T) {
 	}
 	check(t, open)
 
-	if _, err := probe.Compare(context.Background(), st, mix, CompareConfig{Pairs: pairs}); err == nil {
-		t.Error("a comparison without Slice or Count ran")
+	if _, err := probe.Compare(context.Background(), st, mix, CompareConfig{Config: Config{Pairs: pairs}}); err == nil {
+		t.Error("a comparison without Duration or Count ran")
 	}
 }
