@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -18,37 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/exactlyonce/transfers/internal/xray"
+	"github.com/exactlyonce/transfers/internal/xray/xraytest"
 )
-
-// daemon is a stand-in for the X-Ray daemon: it keeps the documents the
-// functions send it over UDP.
-type daemon struct {
-	conn net.PacketConn
-}
-
-func newDaemon(t *testing.T) *daemon {
-	t.Helper()
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return &daemon{conn: conn}
-}
-
-// next returns the next document received (after its header line), or
-// nil if none comes within wait.
-func (d *daemon) next(t *testing.T, wait time.Duration) []byte {
-	t.Helper()
-	buf := make([]byte, 64*1024)
-	_ = d.conn.SetReadDeadline(time.Now().Add(wait))
-	n, _, err := d.conn.ReadFrom(buf)
-	if err != nil {
-		return nil
-	}
-	_, doc, _ := bytes.Cut(buf[:n], []byte("\n"))
-	return doc
-}
 
 // tracedConfig is the configuration Main builds with the daemon address
 // addr, on an endpoint that counts the requests it gets.
@@ -101,8 +71,8 @@ func TestTracedClients(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDaemon(t)
-			addr := d.conn.LocalAddr().String()
+			d := xraytest.NewDaemon(t)
+			addr := d.Addr()
 			if tt.badAddr {
 				addr = "tcp:" + addr
 			}
@@ -120,10 +90,11 @@ func TestTracedClients(t *testing.T) {
 			}
 			calls := map[string]string{}
 			for {
-				doc := d.next(t, 200*time.Millisecond)
-				if doc == nil {
+				msg := d.Next(t, 200*time.Millisecond)
+				if msg == nil {
 					break
 				}
+				_, doc, _ := bytes.Cut(msg, []byte("\n"))
 				var seg struct {
 					Name     string `json:"name"`
 					ParentID string `json:"parent_id"`

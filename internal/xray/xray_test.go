@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -20,43 +18,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/exactlyonce/transfers/internal/xray/xraytest"
 )
 
 const (
 	traceRoot   = "1-5759e988-bd862e3fe1be46a994272793"
 	traceParent = "53995c3f42cd8ad8"
 )
-
-// daemon stands in for the X-Ray daemon on 127.0.0.1.
-type daemon struct{ conn net.PacketConn }
-
-func newDaemon(t *testing.T) *daemon {
-	t.Helper()
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return &daemon{conn: conn}
-}
-
-func (d *daemon) addr() string { return d.conn.LocalAddr().String() }
-
-// next returns the next datagram, or nil when none comes within wait.
-func (d *daemon) next(t *testing.T, wait time.Duration) []byte {
-	t.Helper()
-	buf := make([]byte, 64<<10)
-	_ = d.conn.SetReadDeadline(time.Now().Add(wait))
-	n, _, err := d.conn.ReadFrom(buf)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return buf[:n]
-}
 
 // service answers every request with status and body, as a DynamoDB or
 // Step Functions endpoint would, and keeps each request's trace header.
@@ -215,9 +184,9 @@ func TestCallsAreSubsegments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDaemon(t)
+			d := xraytest.NewDaemon(t)
 			svc := newService(t, tt.status, tt.body)
-			cfg := config(svc, newTracer(t, d.addr()))
+			cfg := config(svc, newTracer(t, d.Addr()))
 			ctx := ContextWithTraceHeader(context.Background(), "Root="+traceRoot+";Parent="+traceParent+";Sampled=1;Lineage=a87bd80c:0")
 
 			before := epochSeconds(time.Now())
@@ -227,7 +196,7 @@ func TestCallsAreSubsegments(t *testing.T) {
 				t.Fatalf("call: %v, want error %v", err, tt.wantErr)
 			}
 
-			msg := d.next(t, 5*time.Second)
+			msg := d.Next(t, 5*time.Second)
 			head, body, ok := bytes.Cut(msg, []byte("\n"))
 			if !ok || string(head) != `{"format": "json", "version": 1}` {
 				t.Fatalf("datagram %q, want the daemon header line first", msg)
@@ -267,7 +236,7 @@ func TestCallsAreSubsegments(t *testing.T) {
 			if got := svc.headers(); len(got) != 1 || got[0] != want {
 				t.Errorf("service got trace headers %q, want [%q]", got, want)
 			}
-			if extra := d.next(t, 50*time.Millisecond); extra != nil {
+			if extra := d.Next(t, 50*time.Millisecond); extra != nil {
 				t.Errorf("a second datagram %s for one call", extra)
 			}
 		})
@@ -290,9 +259,9 @@ func TestNothingSentOutsideASampledTrace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDaemon(t)
+			d := xraytest.NewDaemon(t)
 			svc := newService(t, 200, `{}`)
-			addr := d.addr()
+			addr := d.Addr()
 			if tt.noAddr {
 				addr = ""
 			}
@@ -308,7 +277,7 @@ func TestNothingSentOutsideASampledTrace(t *testing.T) {
 			if err := getItem(ctx, cfg); err != nil {
 				t.Fatal(err)
 			}
-			if msg := d.next(t, 200*time.Millisecond); msg != nil {
+			if msg := d.Next(t, 200*time.Millisecond); msg != nil {
 				t.Errorf("sent %s, want nothing", msg)
 			}
 			if got := svc.headers(); len(got) != 1 || strings.Contains(got[0], "Sampled=1") {
@@ -321,9 +290,9 @@ func TestNothingSentOutsideASampledTrace(t *testing.T) {
 // A daemon that is not there costs the call nothing: the subsegment is
 // dropped, the call answers.
 func TestCallsWorkWithoutADaemonListening(t *testing.T) {
-	d := newDaemon(t)
-	addr := d.addr()
-	d.conn.Close() // nothing listens on addr any more
+	d := xraytest.NewDaemon(t)
+	addr := d.Addr()
+	d.Close() // nothing listens on addr any more
 	svc := newService(t, 200, `{}`)
 	cfg := config(svc, newTracer(t, addr))
 	ctx := ContextWithTraceHeader(context.Background(), "Root="+traceRoot+";Parent="+traceParent+";Sampled=1")
