@@ -57,6 +57,7 @@ FUZZ_TARGETS := \
 	./idempotency:FuzzRecordKey \
 	./internal/transfer:FuzzParse \
 	./internal/transfer:FuzzFingerprintDistinct \
+	./internal/transfer:FuzzReadWire \
 	./internal/local/apigw:FuzzEvent \
 	./internal/local/asl:FuzzPath \
 	./internal/local/asl:FuzzIntrinsic \

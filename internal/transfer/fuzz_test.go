@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -201,4 +202,64 @@ func jsonString(s string, rng *rand.Rand) string {
 		panic("jsonString wrote invalid UTF-8")
 	}
 	return b.String()
+}
+
+// FuzzReadWire: whatever body the one-pass reader accepts, the decoder
+// accepts too (checkFieldNames finds nothing wrong) and reads into the
+// same fields; the well-formed seeds take the one-pass path.
+func FuzzReadWire(f *testing.F) {
+	for _, b := range bodySeeds {
+		f.Add([]byte(b))
+	}
+	for _, b := range []string{
+		`{"amount":{"a":[1,"}",{"b":"]\""}]},"currency":"EUR"}`,
+		`{"amount":[1,2] , "reference" : "x\"y" }`,
+		`{"\u0061mount":1}`,
+		` { } `,
+		`{"amount":true,"currency":false}`,
+		`{"amount":-0.5e+3,"reference":"\ud83d\ude00"}`,
+	} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		w, ok := readWire(body)
+		if !ok {
+			return
+		}
+		if verr := (&ValidationError{}); !checkFieldNames(verr, body) {
+			t.Fatalf("readWire accepts %q, checkFieldNames finds %v", body, verr.Fields)
+		}
+		var want wire
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatalf("readWire accepts %q, json.Unmarshal: %v", body, err)
+		}
+		for f := range wireFields {
+			if f == fieldAmount {
+				if !bytes.Equal(w.Amount, want.Amount) {
+					t.Fatalf("%q: amount %q, json.Unmarshal reads %q", body, w.Amount, want.Amount)
+				}
+				continue
+			}
+			got, exp := *w.strings(f), *want.strings(f)
+			if (got == nil) != (exp == nil) || got != nil && *got != *exp {
+				t.Fatalf("%q: %s = %s, json.Unmarshal reads %s", body, wireFields[f], show(got), show(exp))
+			}
+		}
+	})
+}
+
+func show(s *string) string {
+	if s == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%q", *s)
+}
+
+// The bodies every client sends, well-formed ones, are read in one pass.
+func TestReadWireTakesWellFormedBodies(t *testing.T) {
+	for _, b := range []string{bodySeeds[0], bodySeeds[1], bodySeeds[3], bodySeeds[16], bodySeeds[17], `{}`, " {\n\t\"amount\" : 7 \r} "} {
+		if _, ok := readWire([]byte(b)); !ok {
+			t.Errorf("readWire(%q) declines a well-formed body", b)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -151,18 +152,21 @@ func parse(body []byte) (r Request, verr *ValidationError, readable bool) {
 		verr.add("", "malformed_json", "the body is not valid UTF-8")
 		return Request{}, verr, false
 	}
-	if !checkFieldNames(verr, body) {
-		return Request{}, verr, false
-	}
-	var w wire
-	if err := json.Unmarshal(body, &w); err != nil {
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &typ) && typ.Field != "" {
-			verr.add(typ.Field, "invalid_type", fmt.Sprintf("%s must be a %s", typ.Field, expectedType(typ.Field)))
-		} else {
-			verr.add("", "malformed_json", jsonProblem(err, ""))
+	w, ok := readWire(body)
+	if !ok {
+		// Something is wrong with the body: the decoder says what.
+		if !checkFieldNames(verr, body) {
+			return Request{}, verr, false
 		}
-		return Request{}, verr, false
+		if err := json.Unmarshal(body, &w); err != nil {
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &typ) && typ.Field != "" {
+				verr.add(typ.Field, "invalid_type", fmt.Sprintf("%s must be a %s", typ.Field, expectedType(typ.Field)))
+			} else {
+				verr.add("", "malformed_json", jsonProblem(err, ""))
+			}
+			return Request{}, verr, false
+		}
 	}
 
 	r.SourceAccountID = accountID(verr, "sourceAccountId", w.SourceAccountID)
@@ -191,9 +195,123 @@ func parse(body []byte) (r Request, verr *ValidationError, readable bool) {
 	return r, nil, true
 }
 
-// fields are the names a request may carry, matched exactly.
-var fields = map[string]bool{
-	"sourceAccountId": true, "destinationAccountId": true, "amount": true, "currency": true, "reference": true,
+// readWire reads a well-formed request in one pass over body: valid
+// UTF-8 holding one valid JSON object whose names are known, spelled
+// exactly and unescaped, each once, and whose string fields hold strings
+// or null. It reads them as json.Unmarshal would, and reports false for
+// anything else, which checkFieldNames and json.Unmarshal then diagnose.
+func readWire(body []byte) (w wire, ok bool) {
+	if !utf8.Valid(body) || !json.Valid(body) {
+		return wire{}, false
+	}
+	// body is one valid JSON value: from here on, only its shape is read.
+	i := skipSpace(body, 0)
+	if body[i] != '{' {
+		return wire{}, false
+	}
+	var seen [len(wireFields)]bool
+	for i = skipSpace(body, i+1); body[i] != '}'; {
+		end := stringEnd(body, i)
+		name := body[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			return wire{}, false
+		}
+		f := slices.Index(wireFields[:], string(name))
+		if f < 0 || seen[f] {
+			return wire{}, false
+		}
+		seen[f] = true
+		start := skipSpace(body, skipSpace(body, end)+1) // past the colon
+		i = valueEnd(body, start)
+		value := body[start:i]
+		if f == fieldAmount {
+			w.Amount = value
+		} else if !readString(value, w.strings(f)) {
+			return wire{}, false
+		}
+		if i = skipSpace(body, i); body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	return w, true
+}
+
+// wireFields are the names a request may carry, in the order of wire's
+// fields.
+var wireFields = [...]string{"sourceAccountId", "destinationAccountId", "amount", "currency", "reference"}
+
+const fieldAmount = 2
+
+// strings is the field of w named wireFields[f], for a string field.
+func (w *wire) strings(f int) **string {
+	return [...]**string{&w.SourceAccountID, &w.DestinationAccountID, nil, &w.Currency, &w.Reference}[f]
+}
+
+// readString reads value, a valid JSON value, into *dst if it is a string
+// (null leaves *dst nil); it reports false for any other type.
+func readString(value []byte, dst **string) bool {
+	switch {
+	case string(value) == "null":
+		return true
+	case value[0] != '"':
+		return false
+	case bytes.IndexByte(value, '\\') < 0:
+		s := string(value[1 : len(value)-1])
+		*dst = &s
+		return true
+	}
+	var s string
+	if json.Unmarshal(value, &s) != nil {
+		return false
+	}
+	*dst = &s
+	return true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index just past the JSON string that starts at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// valueEnd is the index just past the valid JSON value that starts at
+// b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+	}
+	for i < len(b) && !strings.ContainsRune(" \t\n\r,}]", rune(b[i])) {
+		i++
+	}
+	return i
 }
 
 // checkFieldNames reads the body's top-level names and refuses anything
@@ -221,7 +339,7 @@ func checkFieldNames(verr *ValidationError, body []byte) bool {
 			return false
 		}
 		switch {
-		case !fields[name]:
+		case !slices.Contains(wireFields[:], name):
 			verr.add(name, "unknown_field", fmt.Sprintf("%q is not a field of a transfer request (names are case-sensitive)", name))
 		case seen[name]:
 			verr.add(name, "duplicate_field", fmt.Sprintf("%q appears more than once", name))
