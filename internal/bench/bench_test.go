@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -193,9 +194,26 @@ func TestRun(t *testing.T) {
 	if len(res.CPU) != 12 {
 		t.Errorf("%d CPU figures, want 12", len(res.CPU))
 	}
+	allocs := map[string]int64{}
 	for _, c := range res.CPU {
 		if c.CPUNs <= 0 || c.Allocs <= 0 {
 			t.Errorf("CPU figure %+v: want positive time and allocations", c)
+		}
+		allocs[fmt.Sprintf("%s %t %s", c.Impl, c.Ownership, c.Kind)] = c.Allocs
+	}
+	// Ours makes its calls and does its own work; a new key's calls are
+	// two, a duplicate's one.
+	for _, own := range []bool{true, false} {
+		calls := func(kind string) int64 { return allocs[fmt.Sprintf("%s %t %s", Calls, own, kind)] }
+		for _, kind := range []string{New, Duplicate} {
+			if ours := allocs[fmt.Sprintf("%s %t %s", Ours, own, kind)]; calls(kind) >= ours {
+				t.Errorf("ownership %t %s: ours's calls alone allocate %d times, ours %d", own, kind, calls(kind), ours)
+			}
+		}
+		// The reservation alone allocates less for a new key than for a
+		// taken one, which returns the record.
+		if calls(New) <= calls(Duplicate) {
+			t.Errorf("ownership %t: a new key's calls allocate %d times, a duplicate's one call %d: StartExecution is missing", own, calls(New), calls(Duplicate))
 		}
 	}
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 )
 
 // CPU is what one request costs the orchestrator's process itself: the
@@ -106,7 +107,7 @@ func (r *replaying) Do(req *http.Request) (*http.Response, error) {
 }
 
 // cpu measures one request kind of an implementation (ours, the
-// baseline, or the raw call alone: the SDK's own share) with Go's
+// baseline, or ours's calls alone: the SDK's own share) with Go's
 // benchmark driver: once against the real services to record their
 // answers, then against the recording alone.
 func (p *paths) cpu(ctx context.Context, name string, ownership bool, kind string) (CPU, error) {
@@ -125,12 +126,27 @@ func (p *paths) cpu(ctx context.Context, name string, ownership bool, kind strin
 			if h, err = p.conventional(cfg, ownership); err != nil {
 				return nil, err
 			}
-		case Raw:
+		case Calls:
 			for _, im := range p.impls {
-				if im.name == Raw && im.ownership == ownership {
-					op := im.opsOn(dynamodb.NewFromConfig(cfg))[kind]
-					return func(i int) error { return op(ctx, 0, i) }, nil
+				if im.name != Raw || im.ownership != ownership {
+					continue
 				}
+				reserve := im.opsOn(dynamodb.NewFromConfig(cfg))[kind]
+				if kind != New {
+					return func(i int) error { return reserve(ctx, 0, i) }, nil
+				}
+				// A name of its own, so that the recorded start is a
+				// new execution's.
+				start := *p.start[ownership]
+				start.Name = aws.String(fmt.Sprintf("cpu-calls-%t", ownership))
+				executions := sfn.NewFromConfig(cfg)
+				return func(i int) error {
+					if err := reserve(ctx, 0, i); err != nil {
+						return err
+					}
+					_, err := executions.StartExecution(ctx, &start)
+					return err
+				}, nil
 			}
 			return nil, fmt.Errorf("cpu: no raw call with ownership %t", ownership)
 		default:

@@ -34,6 +34,10 @@ const (
 	Ours     = "ours"
 	Baseline = "baseline"
 	Raw      = "raw"
+	// Calls is measured for CPU only: ours's remote calls alone (the
+	// reservation, and StartExecution for a new key), captured from the
+	// orchestrator and sent by plain clients: the SDK's own share.
+	Calls = "calls"
 )
 
 // caller is the benchmark's IAM identity; its scope owns the accounts.
@@ -82,6 +86,9 @@ type paths struct {
 	// pool holds the settled keys duplicates are sent for, by
 	// implementation family (ours, baseline).
 	pool map[string][]pooled
+	// start is the StartExecution ours makes for a new key, captured
+	// with the reservation, by ownership.
+	start map[bool]*sfn.StartExecutionInput
 }
 
 type pooled struct {
@@ -103,7 +110,7 @@ func clientConfig(st *stack.Stack) aws.Config {
 }
 
 func newPaths(ctx context.Context, st *stack.Stack) (*paths, error) {
-	p := &paths{st: st, pool: map[string][]pooled{}}
+	p := &paths{st: st, pool: map[string][]pooled{}, start: map[bool]*sfn.StartExecutionInput{}}
 	p.machine = fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:BenchNoop", stack.Region, stack.AccountID)
 	if err := st.SFN.AddStateMachine(sfnlocal.StateMachine{ARN: p.machine, Definition: []byte(noopDefinition)}); err != nil {
 		return nil, fmt.Errorf("add the no-op workflow: %w", err)
@@ -294,6 +301,11 @@ func (p *paths) raw(ctx context.Context, ownership bool) (*impl, error) {
 		return nil, fmt.Errorf("raw: capture the reservation: %w", err)
 	}
 	newIn := cp.take()
+	start, ok := newIn["StartExecution"].(*sfn.StartExecutionInput)
+	if !ok {
+		return nil, fmt.Errorf("raw: a new key's request made no StartExecution: %v", newIn)
+	}
+	p.start[ownership] = start
 	d := p.pool[Ours][0]
 	if err := expect(ctx, h, request(d.key, d.client), http.StatusOK); err != nil {
 		return nil, fmt.Errorf("raw: capture a duplicate's reservation: %w", err)

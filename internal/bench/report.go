@@ -120,11 +120,14 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 	}
 
 	p.f("\n## CPU per request\n\n")
-	p.f("The handler and the SDK against a transport that answers at once with responses recorded from the real services: the process's CPU time (user and system, garbage collection included) per request, the wall time of the same loop, and allocations, from Go's benchmark driver. The share is of the request's p50 latency at 1 client.\n\n")
+	p.f("The handler and the SDK against a transport that answers at once with responses recorded from the real services: the process's CPU time (user and system, garbage collection included) per request, the wall time of the same loop, and allocations, from Go's benchmark driver. *calls* is ours's remote calls alone, captured and sent by plain clients (the reservation, and `StartExecution` for a new key): the SDK's own share, under ours. The share is of the request's p50 latency at 1 client (ours's, for calls).\n\n")
 	p.f("| implementation | ownership | request | CPU µs | wall µs | share of p50 | allocs | bytes |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.CPU {
-		share := "—"
-		if x, ok := r.Path(c.Impl, c.Ownership, c.Kind, 1); ok && x.Sample.Percentile(500) > 0 {
+		share, impl := "—", c.Impl
+		if impl == Calls {
+			impl = Ours
+		}
+		if x, ok := r.Path(impl, c.Ownership, c.Kind, 1); ok && x.Sample.Percentile(500) > 0 {
 			share = fmt.Sprintf("%.1f %%", 100*float64(c.CPUNs)/float64(x.Sample.Percentile(500)))
 		}
 		p.f("| %s | %s | %s | %.0f | %.0f | %s | %d | %d |\n", c.Impl, onOff(c.Ownership), c.Kind, float64(c.CPUNs)/1e3, float64(c.NsPerOp)/1e3, share, c.Allocs, c.Bytes)

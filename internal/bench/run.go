@@ -142,7 +142,7 @@ func Run(ctx context.Context, st *stack.Stack, cfg Config) (*Result, error) {
 	for _, c := range []struct {
 		impl      string
 		ownership bool
-	}{{Ours, true}, {Ours, false}, {Baseline, true}, {Baseline, false}, {Raw, true}, {Raw, false}} {
+	}{{Ours, true}, {Ours, false}, {Baseline, true}, {Baseline, false}, {Calls, true}, {Calls, false}} {
 		for _, kind := range []string{New, Duplicate} {
 			cpu, err := p.cpu(ctx, c.impl, c.ownership, kind)
 			if err != nil {
