@@ -23,6 +23,10 @@ const (
 	MaxBodyBytes       = 16 << 10
 	MaxReferenceLength = 140
 	MaxAccountIDLength = 64
+	// MaxNameErrors caps the unknown or repeated names a refusal lists:
+	// a body of thousands of them gets the first ones, each once, and a
+	// count of the rest, not an answer many times its size.
+	MaxNameErrors = 20
 )
 
 // Request is a validated transfer request. Its JSON encoding (field order
@@ -325,7 +329,10 @@ func checkFieldNames(verr *ValidationError, body []byte) bool {
 		verr.add("", "malformed_json", jsonProblem(err, "the body must be a JSON object"))
 		return false
 	}
-	seen := map[string]bool{}
+	// seen counts each name's members; each wrong name is listed once,
+	// and at most MaxNameErrors of them.
+	seen := map[string]int{}
+	listed, unlisted := 0, 0
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -338,13 +345,23 @@ func checkFieldNames(verr *ValidationError, body []byte) bool {
 			verr.add("", "malformed_json", jsonProblem(err, ""))
 			return false
 		}
+		seen[name]++
+		known := slices.Contains(wireFields[:], name)
 		switch {
-		case !slices.Contains(wireFields[:], name):
+		case known && seen[name] != 2, !known && seen[name] != 1:
+			// Right, or already listed.
+		case listed == MaxNameErrors:
+			unlisted++
+		case !known:
+			listed++
 			verr.add(name, "unknown_field", fmt.Sprintf("%q is not a field of a transfer request (names are case-sensitive)", name))
-		case seen[name]:
+		default:
+			listed++
 			verr.add(name, "duplicate_field", fmt.Sprintf("%q appears more than once", name))
 		}
-		seen[name] = true
+	}
+	if unlisted > 0 {
+		verr.add("", "too_many_errors", fmt.Sprintf("%d more unknown or repeated names are not listed", unlisted))
 	}
 	if _, err := dec.Token(); err != nil {
 		verr.add("", "malformed_json", jsonProblem(err, ""))
@@ -354,7 +371,7 @@ func checkFieldNames(verr *ValidationError, body []byte) bool {
 		verr.add("", "malformed_json", "the body must hold exactly one JSON object")
 		return false
 	}
-	return len(verr.Fields) == 0
+	return listed == 0
 }
 
 func jsonProblem(err error, fallback string) string {

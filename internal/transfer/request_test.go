@@ -2,6 +2,8 @@ package transfer
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -171,6 +173,59 @@ func TestParseSeparatesLimits(t *testing.T) {
 			}
 			if err == nil && r.SourceAccountID != "a" {
 				t.Errorf("request = %+v, want it read", r)
+			}
+		})
+	}
+}
+
+// A refusal lists each unknown or repeated name once, and at most
+// MaxNameErrors of them with a count of the rest: a body of thousands of
+// wrong names gets an answer of bounded size.
+func TestParseListsEachWrongNameOnce(t *testing.T) {
+	members := func(n int, name func(i int) string) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf("%q:1", name(i))
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	tooMany := fmt.Sprintf("%d more unknown or repeated names are not listed", 1500-MaxNameErrors)
+	tests := []struct {
+		name string
+		body string
+		want []FieldError
+	}{
+		{"an unknown name given three times", `{"x":1,"amount":1,"x":2,"x":3}`,
+			[]FieldError{{"x", "unknown_field", `"x" is not a field of a transfer request (names are case-sensitive)`}}},
+		{"a field given three times", `{"amount":1,"amount":2,"amount":3}`,
+			[]FieldError{{"amount", "duplicate_field", `"amount" appears more than once`}}},
+		{"one unknown name 1,500 times", members(1500, func(int) string { return "x" }),
+			[]FieldError{{"x", "unknown_field", `"x" is not a field of a transfer request (names are case-sensitive)`}}},
+		{"1,500 unknown names", members(1500, func(i int) string { return fmt.Sprintf("n%d", i) }), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseRequest([]byte(tt.body), maxAmount)
+			var verr *ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("err = %v, want a ValidationError", err)
+			}
+			if tt.want != nil {
+				if !reflect.DeepEqual(verr.Fields, tt.want) {
+					t.Errorf("fields %+v, want %+v", verr.Fields, tt.want)
+				}
+				return
+			}
+			if len(verr.Fields) != MaxNameErrors+1 {
+				t.Fatalf("%d fields, want %d and a count", len(verr.Fields), MaxNameErrors+1)
+			}
+			for i, f := range verr.Fields[:MaxNameErrors] {
+				if f.Field != fmt.Sprintf("n%d", i) || f.Code != "unknown_field" {
+					t.Errorf("field %d: %+v, want n%d unknown_field", i, f, i)
+				}
+			}
+			if last := verr.Fields[MaxNameErrors]; last.Code != "too_many_errors" || last.Detail != tooMany {
+				t.Errorf("last field %+v, want too_many_errors %q", last, tooMany)
 			}
 		})
 	}
