@@ -85,11 +85,7 @@ func TestParseRequestInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseRequest([]byte(tt.body), maxAmount)
-			var verr *ValidationError
-			if !errors.As(err, &verr) {
-				t.Fatalf("err = %v, want a *ValidationError", err)
-			}
+			verr := refusal(t, tt.body)
 			for _, f := range verr.Fields {
 				if f.Field == tt.wantField && f.Code == tt.wantCode {
 					if f.Detail == "" {
@@ -205,11 +201,7 @@ func TestParseListsEachWrongNameOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseRequest([]byte(tt.body), maxAmount)
-			var verr *ValidationError
-			if !errors.As(err, &verr) {
-				t.Fatalf("err = %v, want a ValidationError", err)
-			}
+			verr := refusal(t, tt.body)
 			if tt.want != nil {
 				if !reflect.DeepEqual(verr.Fields, tt.want) {
 					t.Errorf("fields %+v, want %+v", verr.Fields, tt.want)
@@ -229,4 +221,15 @@ func TestParseListsEachWrongNameOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refusal is the *ValidationError ParseRequest answers body with.
+func refusal(t *testing.T, body string) *ValidationError {
+	t.Helper()
+	_, err := ParseRequest([]byte(body), maxAmount)
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("err = %v, want a *ValidationError", err)
+	}
+	return verr
 }
