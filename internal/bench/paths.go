@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync/atomic"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/app"
@@ -98,9 +100,12 @@ type pooled struct {
 
 // clientConfig is the AWS configuration every implementation's clients
 // use: the stack's endpoints, and enough idle connections that no client
-// opens a connection per request at the highest concurrency.
-func clientConfig(st *stack.Stack) aws.Config {
+// opens a connection per request at the highest concurrency. Each of
+// with (counting or capturing calls) is added to every client's stack.
+func clientConfig(st *stack.Stack, with ...func(*middleware.Stack) error) aws.Config {
 	cfg := st.AWS.Copy()
+	// A new slice: Copy shares the stack's.
+	cfg.APIOptions = slices.Concat(cfg.APIOptions, with)
 	cfg.Logger = nil
 	cfg.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = 4 * maxClients
@@ -198,8 +203,7 @@ func (p *paths) orchestrator(cfg aws.Config, ownership bool) (handler, error) {
 
 func (p *paths) ours(ctx context.Context, ownership bool) (*impl, error) {
 	c := &calls{}
-	cfg := clientConfig(p.st)
-	cfg.APIOptions = append(cfg.APIOptions, c.add)
+	cfg := clientConfig(p.st, c.add)
 	h, err := p.orchestrator(cfg, ownership)
 	if err != nil {
 		return nil, err
@@ -224,8 +228,7 @@ func (p *paths) conventional(cfg aws.Config, ownership bool) (*conventional, err
 
 func (p *paths) baseline(ctx context.Context, ownership bool) (*impl, error) {
 	c := &calls{}
-	cfg := clientConfig(p.st)
-	cfg.APIOptions = append(cfg.APIOptions, c.add)
+	cfg := clientConfig(p.st, c.add)
 	h, err := p.conventional(cfg, ownership)
 	if err != nil {
 		return nil, err
@@ -290,8 +293,7 @@ func (p *paths) settle(ctx context.Context, family string, h handler) error {
 // for a settled one.
 func (p *paths) raw(ctx context.Context, ownership bool) (*impl, error) {
 	cp := &capture{}
-	cfg := clientConfig(p.st)
-	cfg.APIOptions = append(cfg.APIOptions, cp.add)
+	cfg := clientConfig(p.st, cp.add)
 	h, err := p.orchestrator(cfg, ownership)
 	if err != nil {
 		return nil, err
@@ -317,8 +319,7 @@ func (p *paths) raw(ctx context.Context, ownership bool) (*impl, error) {
 	}
 	dupKey := idempotency.RecordKey(scope, d.key)
 	c := &calls{}
-	plain := clientConfig(p.st)
-	plain.APIOptions = append(plain.APIOptions, c.add)
+	plain := clientConfig(p.st, c.add)
 	pool := p.pool[Ours]
 	prefix := fmt.Sprintf("raw-%t-", ownership)
 	im := &impl{name: Raw, ownership: ownership, calls: c, budget: map[string]int{New: 1, Duplicate: 1}}
