@@ -1,6 +1,6 @@
 package events_test
 
-// The sam local set-up (env.json and README's "SAM local with Docker"),
+// The sam local set-up (env.json and docs/development/sam-local.md),
 // checked without Docker: the environment sam local invoke would give each
 // function, and every sample run through the function's real handler with
 // that environment against a local stack.
@@ -39,11 +39,11 @@ import (
 
 const (
 	envFile    = "../env.json"
-	readmeFile = "../README.md"
+	readmeFile = "../docs/development/sam-local.md"
 
 	// dockerHost is how a container reaches its host.
 	dockerHost = "host.docker.internal"
-	// samplesOwner is the caller scope of the API samples (README.md).
+	// samplesOwner is the caller scope of the API samples (docs/development/sam-local.md).
 	samplesOwner = "iam:arn:aws:iam::123456789012:user/payments-app"
 )
 
@@ -335,7 +335,7 @@ func apiResponse(t *testing.T, iv invocation) events.APIGatewayProxyResponse {
 	return resp
 }
 
-// TestSAMLocalInvokesEverySample follows README's "SAM local with Docker":
+// TestSAMLocalInvokesEverySample follows docs/development/sam-local.md:
 // a local stack whose Step Functions endpoint listens on all interfaces,
 // the demo accounts opened for the samples' caller, then every sample in
 // the README's order, each through its function's handler with the
