@@ -23,7 +23,7 @@ func (s Status) Terminal() bool { return s == StatusCompleted || s == StatusFail
 // Attribute names of a record in the table. The table's partition key is
 // AttrKey; AttrResourceID is the hash key of the ByResourceId index and
 // AttrPending of the sparse Pending index; AttrExpiresAt is the TTL
-// attribute.
+// attribute. AttrSweepAt is the sort key of the Pending index.
 const (
 	AttrKey         = "pk"
 	AttrScope       = "scope"
@@ -34,6 +34,8 @@ const (
 	AttrExpiresAt   = "expiresAt"
 	AttrFingerprint = "fingerprint"
 	AttrResponse    = "response"
+	AttrAttempt     = "attempt"
+	AttrSweepAt     = "sweepAt"
 )
 
 // Index names of the table.
@@ -71,6 +73,22 @@ type Record struct {
 	Response     string `dynamodbav:"response,omitempty"`
 	ExecutionArn string `dynamodbav:"executionArn,omitempty"`
 	UpdatedAt    string `dynamodbav:"updatedAt,omitempty"`
+	// Attempt counts the times the operation was resumed after its run
+	// died: 0 for the first run. Every step of the operation is fenced to
+	// the current attempt, so a run of an earlier attempt that is still
+	// going can commit nothing.
+	Attempt int64 `dynamodbav:"attempt"`
+	// SweepAt is the sort key of the Pending index: the time from which a
+	// sweep measures how long the record has been pending. It is the
+	// creation time, moved forward when the record is resumed or when a
+	// sweep defers it, so that a sweep reads only records that are due.
+	SweepAt string `dynamodbav:"sweepAt,omitempty"`
+	// SettleCode and SettleDetail say why a reconciler fenced the record
+	// (RECONCILING) to settle it: the failure stored if no money moved or
+	// the debit is refunded. The first fence's reason stands, so a
+	// reconciler that resumes another's work stores the same outcome.
+	SettleCode   string `dynamodbav:"settleCode,omitempty"`
+	SettleDetail string `dynamodbav:"settleDetail,omitempty"`
 }
 
 // Expired reports whether the record's retention has passed at now. A

@@ -175,6 +175,7 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 		RetentionSeconds: int64(s.retention / time.Second),
 		Pending:          string(StatusReserved),
 	}
+	rec.SweepAt = rec.CreatedAt
 	item, err := attributevalue.MarshalMap(rec)
 	if err != nil {
 		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
@@ -322,7 +323,8 @@ func reasonCode(r types.CancellationReason) string {
 func isRecordAttribute(name string) bool {
 	switch name {
 	case AttrKey, AttrScope, AttrStatus, AttrFingerprint, AttrResourceID, "request", AttrCreatedAt,
-		AttrExpiresAt, "retentionSeconds", AttrPending, AttrResponse, "executionArn", "updatedAt":
+		AttrExpiresAt, "retentionSeconds", AttrPending, AttrResponse, "executionArn", "updatedAt",
+		AttrAttempt, AttrSweepAt, "settleCode", "settleDetail":
 		return true
 	}
 	return false

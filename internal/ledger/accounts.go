@@ -41,6 +41,7 @@ func (l *Ledger) OpenAccount(ctx context.Context, accountID, owner, currency str
 		Owner:     owner,
 		Currency:  currency,
 		Balance:   openingBalance,
+		Ceiling:   openingBalance,
 		Status:    string(AccountOpen),
 		CreatedAt: l.now().UTC().Format(createdAtLayout),
 		Version:   0,

@@ -66,6 +66,11 @@ type Leg struct {
 	// leg cannot borrow another caller's transfer. A debit of an account
 	// that is not Owner's fails with ErrForbidden. Empty: no owner check.
 	Owner string
+	// Attempt is the run of the transfer the leg belongs to (the
+	// idempotency record's attempt): the leg commits only while it is
+	// the record's current attempt, so a leg of a run that was given up
+	// and resumed under a later attempt can commit nothing.
+	Attempt int64
 }
 
 // Validate checks the leg without touching DynamoDB. It returns an
@@ -91,6 +96,9 @@ func (l Leg) Validate() error {
 	}
 	if l.Amount <= 0 {
 		return invalid("Amount", "must be a positive number of minor units")
+	}
+	if l.Attempt < 0 {
+		return invalid("Attempt", "must not be negative")
 	}
 	if l.Owner != "" {
 		if l.Kind != Debit {
@@ -175,10 +183,15 @@ type Account struct {
 	ID string `json:"accountId"`
 	// Owner is the caller scope that may debit and read the account (see
 	// internal/api); it is not shown to callers.
-	Owner    string        `json:"-"`
-	Currency string        `json:"currency"`
-	Balance  int64         `json:"balance"`
-	Status   AccountStatus `json:"status"`
+	Owner    string `json:"-"`
+	Currency string `json:"currency"`
+	Balance  int64  `json:"balance"`
+	// Held is what the account's debits in flight amount to: debited,
+	// neither credited to their destination nor refunded yet. The
+	// account must be able to take all of it back (Balance + Held stays
+	// at most math.MaxInt64), so a refund is never refused.
+	Held   int64         `json:"-"`
+	Status AccountStatus `json:"status"`
 	// CreatedAt is when the account was opened.
 	CreatedAt time.Time `json:"createdAt"`
 	// Version counts the account's balance changes.
@@ -192,6 +205,8 @@ const (
 	attrCurrency  = "currency"
 	attrOwner     = "owner"
 	attrBalance   = "balance"
+	attrHeld      = "held"
+	attrCeiling   = "ceiling"
 	attrStatus    = "status"
 	attrVersion   = "version"
 	attrAmount    = "amount"
@@ -227,6 +242,11 @@ type accountItem struct {
 	Owner     string `dynamodbav:"owner"`
 	Currency  string `dynamodbav:"currency"`
 	Balance   int64  `dynamodbav:"balance"`
+	// Held: see Account.Held. Ceiling is Balance + Held, kept as its own
+	// attribute because a condition cannot add two attributes: a credit
+	// is conditioned on it, so that every debit in flight can come back.
+	Held      int64  `dynamodbav:"held"`
+	Ceiling   int64  `dynamodbav:"ceiling"`
 	Status    string `dynamodbav:"status"`
 	CreatedAt string `dynamodbav:"createdAt"`
 	Version   int64  `dynamodbav:"version"`
@@ -242,6 +262,7 @@ func (it accountItem) account() (Account, error) {
 		Owner:     it.Owner,
 		Currency:  it.Currency,
 		Balance:   it.Balance,
+		Held:      it.Held,
 		Status:    AccountStatus(it.Status),
 		CreatedAt: created,
 		Version:   it.Version,

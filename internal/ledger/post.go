@@ -24,6 +24,8 @@ const (
 	// CREDIT and REFUND only.
 	idxDebit     // ConditionCheck: the transfer's matching DEBIT entry exists
 	idxExclusive // ConditionCheck: CREDIT: no REFUND entry; REFUND: no CREDIT entry
+	// CREDIT only.
+	idxRelease // Update: the source no longer holds the debited amount
 )
 
 // Cancellation reason codes of TransactWriteItems.
@@ -42,15 +44,21 @@ type plan struct {
 // Post posts one leg with exactly one TransactWriteItems:
 //
 //   - the idempotency record {pk: RecordKey} has resourceId = TransferID,
-//     the leg's accounts, amount and currency (RecordAttributes), for a
-//     leg with an Owner the scope Owner, and status IN_PROGRESS
-//     (IN_PROGRESS or RECONCILING for a REFUND, which the reaper drives
-//     after fencing the record);
+//     the leg's accounts, amount and currency (RecordAttributes), the
+//     leg's Attempt as its current attempt, for a leg with an Owner the
+//     scope Owner, and status IN_PROGRESS (IN_PROGRESS or RECONCILING for
+//     a REFUND, which the reaper drives after fencing the record);
 //   - the entry (account, transfer, leg) is put if it does not exist;
 //   - the account's balance moves by the signed amount and its version by
 //     one, if it exists, is OPEN, is in the leg's currency, for a DEBIT
 //     with an Owner belongs to Owner and, for a DEBIT, holds at least the
-//     amount (for a CREDIT or REFUND: stays at most math.MaxInt64);
+//     amount;
+//   - the amount held for debits in flight follows (Account.Held): a
+//     DEBIT holds its amount on the source, its CREDIT or its REFUND
+//     releases it. A CREDIT is refused (ErrBalanceLimit) unless the
+//     destination could still take back all it holds (its ceiling,
+//     balance + held, stays at most math.MaxInt64); a REFUND only gives
+//     back what was held, so it is never refused for the limit;
 //   - CREDIT: the source's matching DEBIT entry exists and its REFUND entry
 //     does not; REFUND: the source's matching DEBIT entry exists and the
 //     destination's CREDIT entry does not. So a credit never exists without
@@ -126,6 +134,13 @@ func (l *Ledger) plan(leg Leg) (plan, error) {
 		return plan{}, err
 	}
 	p.items = append(p.items, debit, absent)
+	if leg.Kind == Credit {
+		release, err := l.releaseUpdate(leg)
+		if err != nil {
+			return plan{}, err
+		}
+		p.items = append(p.items, release)
+	}
 	return p, nil
 }
 
@@ -139,7 +154,13 @@ func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
 	if leg.Kind == Refund {
 		allowed = status.In(inProgress, expression.Value(string(idempotency.StatusReconciling)))
 	}
+	attempt := expression.Name(idempotency.AttrAttempt).Equal(expression.Value(leg.Attempt))
+	if leg.Attempt == 0 {
+		// A record stored before attempts were counted is on its first.
+		attempt = attempt.Or(expression.AttributeNotExists(expression.Name(idempotency.AttrAttempt)))
+	}
 	cond := allowed.And(
+		attempt,
 		expression.Name(idempotency.AttrResourceID).Equal(expression.Value(leg.TransferID)),
 		expression.Name(RecordAttrSource).Equal(expression.Value(leg.source())),
 		expression.Name(RecordAttrDestination).Equal(expression.Value(leg.destination())),
@@ -200,15 +221,25 @@ func (l *Ledger) accountUpdate(leg Leg) (types.TransactWriteItem, error) {
 	if leg.Owner != "" {
 		cond = cond.And(expression.Name(attrOwner).Equal(expression.Value(leg.Owner)))
 	}
-	if leg.Kind == Debit {
-		cond = cond.And(expression.Name(attrBalance).GreaterThanEqual(expression.Value(leg.Amount)))
-	} else {
-		// DynamoDB numbers hold 38 digits; the ledger reads balances as
-		// int64, so no posting may take one past math.MaxInt64.
-		cond = cond.And(expression.Name(attrBalance).LessThanEqual(expression.Value(int64(math.MaxInt64) - leg.Amount)))
-	}
 	update := expression.Add(expression.Name(attrBalance), expression.Value(leg.signed())).
 		Add(expression.Name(attrVersion), expression.Value(1))
+	switch leg.Kind {
+	case Debit:
+		cond = cond.And(expression.Name(attrBalance).GreaterThanEqual(expression.Value(leg.Amount)))
+		// The ceiling (balance + held) does not move: the amount leaves
+		// the balance and is held until its credit or refund.
+		update = update.Add(expression.Name(attrHeld), expression.Value(leg.Amount))
+	case Credit:
+		// DynamoDB numbers hold 38 digits; the ledger reads balances as
+		// int64, so no account may ever need more than math.MaxInt64,
+		// even once every debit it has in flight comes back.
+		cond = cond.And(expression.Name(attrCeiling).LessThanEqual(expression.Value(int64(math.MaxInt64) - leg.Amount)))
+		update = update.Add(expression.Name(attrCeiling), expression.Value(leg.Amount))
+	case Refund:
+		// The refund takes back what its debit held: balance + held, at
+		// most math.MaxInt64 by the credits' condition, does not move.
+		update = update.Add(expression.Name(attrHeld), expression.Value(-leg.Amount))
+	}
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("build account update: %w", err)
@@ -221,6 +252,28 @@ func (l *Ledger) accountUpdate(leg Leg) (types.TransactWriteItem, error) {
 		ExpressionAttributeNames:            expr.Names(),
 		ExpressionAttributeValues:           expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, nil
+}
+
+// releaseUpdate: a CREDIT makes its debit final, so the source no longer
+// holds the amount: its held amount and its ceiling go down by it. The
+// balance and version do not move.
+func (l *Ledger) releaseUpdate(leg Leg) (types.TransactWriteItem, error) {
+	update := expression.Add(expression.Name(attrHeld), expression.Value(-leg.Amount)).
+		Add(expression.Name(attrCeiling), expression.Value(-leg.Amount))
+	expr, err := expression.NewBuilder().
+		WithCondition(expression.AttributeExists(expression.Name(attrPK))).
+		WithUpdate(update).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("build release update: %w", err)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String(l.ledger),
+		Key:                       key(accountPK(leg.source()), accountSK),
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
 	}}, nil
 }
 
@@ -454,8 +507,8 @@ func accountError(leg Leg, item map[string]types.AttributeValue) error {
 		return fmt.Errorf("account %s: %w", leg.AccountID, ErrAccountClosed)
 	case leg.Kind == Debit && it.Balance < leg.Amount:
 		return fmt.Errorf("account %s: %w", leg.AccountID, ErrInsufficientFunds)
-	case leg.Kind != Debit && it.Balance > math.MaxInt64-leg.Amount:
-		return fmt.Errorf("account %s: %w: it holds %d", leg.AccountID, ErrBalanceLimit, it.Balance)
+	case leg.Kind == Credit && it.Ceiling > math.MaxInt64-leg.Amount:
+		return fmt.Errorf("account %s: %w: it holds %d, and %d in flight may come back to it", leg.AccountID, ErrBalanceLimit, it.Balance, it.Held)
 	}
 	return unavailable(fmt.Errorf("account %s: update condition failed on an account that allows the posting", leg.AccountID))
 }

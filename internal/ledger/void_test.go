@@ -128,3 +128,108 @@ func TestPostBalanceLimit(t *testing.T) {
 		t.Errorf("destination holds %d, want %d", got, int64(math.MaxInt64))
 	}
 }
+
+// A refund can never be refused. The source is within one transfer of
+// math.MaxInt64 after its debit, and another transfer credits it up to the
+// limit before the refund: the debit in flight is held against the limit,
+// so that credit is the one refused, and the refund posts.
+func TestRefundNeverRefusedByTheBalanceLimit(t *testing.T) {
+	env := ledgertest.New(t)
+	ctx := context.Background()
+	src, dst, funder := ledgertest.ID("src"), ledgertest.ID("dst"), ledgertest.ID("funder")
+	env.OpenAccount(t, src, "USD", math.MaxInt64-100)
+	env.OpenAccount(t, dst, "USD", 0)
+	env.OpenAccount(t, funder, "USD", 1000)
+
+	out := env.NewTransfer(t, src, dst, 500, "USD")
+	env.Post(t, out, ledger.Debit) // src: MaxInt64-600, 500 in flight
+
+	in := env.NewTransfer(t, funder, src, 600, "USD")
+	env.Post(t, in, ledger.Debit)
+	_, err := env.Ledger.Post(ctx, in.Leg(ledger.Credit))
+	if !errors.Is(err, ledger.ErrBalanceLimit) {
+		t.Fatalf("credit that leaves no room for the refund of a debit in flight = %v, want ErrBalanceLimit", err)
+	}
+	if _, err := env.Ledger.Post(ctx, out.Leg(ledger.Refund)); err != nil {
+		t.Fatalf("refund of the debit in flight: %v", err)
+	}
+	if got, want := env.Balance(t, src), int64(math.MaxInt64-100); got != want {
+		t.Errorf("source holds %d after the refund, want %d", got, want)
+	}
+	if a := env.Account(t, src); a.Held != 0 {
+		t.Errorf("source holds %d in flight after the refund, want 0", a.Held)
+	}
+}
+
+// Held is what an account's debits in flight (neither credited nor
+// refunded) amount to: a debit raises it, the credit or the refund of that
+// debit lowers it, and a credit to the account is refused if the account
+// could not take back every debit in flight.
+func TestHeld(t *testing.T) {
+	env := ledgertest.New(t)
+	src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+	env.OpenAccount(t, src, "EUR", 1000)
+	env.OpenAccount(t, dst, "EUR", 0)
+	a, b := env.NewTransfer(t, src, dst, 100, "EUR"), env.NewTransfer(t, src, dst, 30, "EUR")
+	steps := []struct {
+		name     string
+		tr       ledgertest.Transfer
+		kind     ledger.Kind
+		wantHeld int64
+		wantBal  int64
+	}{
+		{"debit a", a, ledger.Debit, 100, 900},
+		{"debit b", b, ledger.Debit, 130, 870},
+		{"debit a again (replay)", a, ledger.Debit, 130, 870},
+		{"credit a", a, ledger.Credit, 30, 870},
+		{"credit a again (replay)", a, ledger.Credit, 30, 870},
+		{"refund b", b, ledger.Refund, 0, 900},
+	}
+	for _, s := range steps {
+		env.Post(t, s.tr, s.kind)
+		acc := env.Account(t, src)
+		if acc.Held != s.wantHeld || acc.Balance != s.wantBal {
+			t.Errorf("after %s: source balance %d held %d, want %d held %d", s.name, acc.Balance, acc.Held, s.wantBal, s.wantHeld)
+		}
+	}
+	if d := env.Account(t, dst); d.Held != 0 || d.Balance != 100 {
+		t.Errorf("destination balance %d held %d, want 100 held 0", d.Balance, d.Held)
+	}
+}
+
+// A leg commits only under the record's current attempt: once a transfer
+// is resumed under attempt 1, a leg of attempt 0 (its run was given up but
+// goes on) is fenced and moves nothing, whatever its kind.
+func TestLegFencedToTheCurrentAttempt(t *testing.T) {
+	env := ledgertest.New(t)
+	ctx := context.Background()
+	src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+	env.OpenAccount(t, src, "EUR", 1000)
+	env.OpenAccount(t, dst, "EUR", 0)
+	tr := env.NewTransfer(t, src, dst, 100, "EUR")
+	env.SetAttempt(t, tr.RecordKey, 1)
+	before := env.Snapshot(t)
+	for _, kind := range []ledger.Kind{ledger.Debit, ledger.Credit, ledger.Refund} {
+		t.Run(string(kind)+" of the earlier attempt", func(t *testing.T) {
+			if _, err := env.Ledger.Post(ctx, tr.Leg(kind)); !errors.Is(err, ledger.ErrFenced) {
+				t.Fatalf("Post %s of attempt 0 under attempt 1 = %v, want ErrFenced", kind, err)
+			}
+		})
+	}
+	if _, err := env.Ledger.Void(ctx, tr.Leg(ledger.Debit), "InsufficientFunds", "no money"); !errors.Is(err, ledger.ErrFenced) {
+		t.Errorf("Void of attempt 0 under attempt 1 = %v, want ErrFenced", err)
+	}
+	if d := before.Diff(env.Snapshot(t)); d != "" {
+		t.Fatalf("legs of the earlier attempt wrote:\n%s", d)
+	}
+	for _, kind := range []ledger.Kind{ledger.Debit, ledger.Credit} {
+		leg := tr.Leg(kind)
+		leg.Attempt = 1
+		if _, err := env.Ledger.Post(ctx, leg); err != nil {
+			t.Fatalf("Post %s of the current attempt: %v", kind, err)
+		}
+	}
+	if got := env.Balance(t, dst); got != 100 {
+		t.Errorf("destination holds %d, want 100", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,21 @@ func (e *Env) NewTransfer(t testing.TB, source, destination string, amount int64
 		t.Fatalf("put record %s: %v", tr.RecordKey, err)
 	}
 	return tr
+}
+
+// SetAttempt sets the record's current attempt, as the reaper does when it
+// resumes the transfer.
+func (e *Env) SetAttempt(t testing.TB, key string, attempt int64) {
+	t.Helper()
+	if _, err := e.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(e.IdempotencyTable),
+		Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: key}},
+		UpdateExpression:          aws.String("SET #a = :a"),
+		ExpressionAttributeNames:  map[string]string{"#a": idempotency.AttrAttempt},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: strconv.FormatInt(attempt, 10)}},
+	}); err != nil {
+		t.Fatalf("set the attempt of %s: %v", key, err)
+	}
 }
 
 // SetPayload stores tr's accounts, amount and currency in its record, as
