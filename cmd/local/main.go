@@ -186,13 +186,16 @@ func portOf(endpoint string) string {
 // default. Executions live in this process: when it dies they are gone
 // (on AWS they survive), so the sweeper runs every minute, from 30 s after
 // the start (-first-sweep-after), and restarts a transfer whose execution
-// is missing once its record is 20 s old and 10 s unchanged. The
-// deployed defaults (StuckAfterSeconds=900, NotFoundGraceSeconds=60,
-// rate(5 minutes)) stay in template.yaml.
+// is missing once its record is 20 s old and 10 s unchanged. A transfer
+// is pushed forward for 10 minutes (CompleteWithinSeconds), so that a
+// stack stopped for longer shows the window's end. The deployed defaults
+// (StuckAfterSeconds=900, NotFoundGraceSeconds=60, rate(5 minutes),
+// CompleteWithinSeconds=3600) stay in template.yaml.
 var localDefaults = paramFlag{
-	"StuckAfterSeconds":    "20",
-	"NotFoundGraceSeconds": "10",
-	"SweepSchedule":        "rate(1 minute)",
+	"StuckAfterSeconds":     "20",
+	"NotFoundGraceSeconds":  "10",
+	"CompleteWithinSeconds": "600",
+	"SweepSchedule":         "rate(1 minute)",
 }
 
 // paramFlag collects repeated -param Key=Value flags.

@@ -143,7 +143,7 @@ func (h *Handler) start(ctx context.Context, rec idempotency.Record, base string
 	}
 	_, err = h.executions.StartExecution(ctx, &sfn.StartExecutionInput{
 		StateMachineArn: aws.String(h.cfg.StateMachineArn),
-		Name:            aws.String(rec.ResourceID),
+		Name:            aws.String(transfer.ExecutionName(rec.ResourceID, rec.Attempt)),
 		Input:           aws.String(string(input)),
 	})
 	var exists *types.ExecutionAlreadyExists

@@ -71,6 +71,11 @@ type Leg struct {
 	// the record's current attempt, so a leg of a run that was given up
 	// and resumed under a later attempt can commit nothing.
 	Attempt int64
+	// Reason and Detail, on a REFUND, say why the debit is given back
+	// (the credit's refusal, an operator's abort, the completion
+	// window's end). They are stored with the entry, so whoever settles
+	// the transfer later states the same reason.
+	Reason, Detail string
 }
 
 // Validate checks the leg without touching DynamoDB. It returns an
@@ -99,6 +104,9 @@ func (l Leg) Validate() error {
 	}
 	if l.Attempt < 0 {
 		return invalid("Attempt", "must not be negative")
+	}
+	if (l.Reason != "" || l.Detail != "") && l.Kind != Refund {
+		return invalid("Reason", "only a REFUND states why it was posted")
 	}
 	if l.Owner != "" {
 		if l.Kind != Debit {
@@ -173,6 +181,10 @@ type Entry struct {
 	Currency              string    `json:"currency"`
 	CounterpartyAccountID string    `json:"counterpartyAccountId"`
 	PostedAt              time.Time `json:"postedAt"`
+	// Reason and Detail: why a REFUND was posted (Leg.Reason); not shown
+	// to callers.
+	Reason string `json:"-"`
+	Detail string `json:"-"`
 	// Replayed is set by Post when the leg had already committed and the
 	// stored entry is returned; it is not stored or serialised.
 	Replayed bool `json:"-"`
@@ -286,7 +298,7 @@ type entryItem struct {
 	// Voided marks a void marker (see Ledger.Void): the slot of a leg
 	// whose rejection was made final. It moves no money (Amount 0) and
 	// keeps every later attempt of the leg from committing. Reason and
-	// Detail are the rejection's.
+	// Detail are the rejection's; on a REFUND, why it was posted.
 	Voided bool   `dynamodbav:"voided,omitempty"`
 	Reason string `dynamodbav:"reason,omitempty"`
 	Detail string `dynamodbav:"detail,omitempty"`
@@ -303,6 +315,8 @@ func newEntryItem(l Leg, now time.Time) entryItem {
 		Currency:              l.Currency,
 		CounterpartyAccountID: l.CounterpartyAccountID,
 		PostedAt:              now.UTC().Format(postedAtLayout) + "#" + l.TransferID + "#" + string(l.Kind),
+		Reason:                l.Reason,
+		Detail:                l.Detail,
 	}
 }
 
@@ -320,5 +334,7 @@ func (it entryItem) entry() (Entry, error) {
 		Currency:              it.Currency,
 		CounterpartyAccountID: it.CounterpartyAccountID,
 		PostedAt:              posted,
+		Reason:                it.Reason,
+		Detail:                it.Detail,
 	}, nil
 }

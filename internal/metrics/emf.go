@@ -96,6 +96,8 @@ const (
 	// Reaper (dimensions Service=reaper, Outcome=<decision>).
 	Reaped   = "Reaped"   // a transfer the reaper settled (completed, failed or reversed)
 	Refunded = "Refunded" // a debit the reaper refunded while settling
+	Resumed  = "Resumed"  // a transfer whose execution died, resumed under its next attempt
+	TimedOut = "TimedOut" // a transfer failed because its completion window passed (an alarm fires on it)
 
 	// Sweep (dimension Service=reaper).
 	Swept       = "Swept"       // stuck transfers the sweep settled without error

@@ -56,7 +56,7 @@ func TestAttrsFormAnEMFDocument(t *testing.T) {
 func TestIncrPublishesEachMetricAsACount(t *testing.T) {
 	names := []string{
 		metrics.Reserved, metrics.Replayed, metrics.KeyReused, metrics.StartRetried,
-		metrics.LegFenced, metrics.Reaped, metrics.Refunded, metrics.Swept, metrics.Reconciling,
+		metrics.LegFenced, metrics.Reaped, metrics.Refunded, metrics.Resumed, metrics.TimedOut, metrics.Swept, metrics.Reconciling,
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {

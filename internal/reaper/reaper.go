@@ -1,5 +1,5 @@
-// Package reaper settles transfers whose workflow failed, timed out, was
-// aborted, or never ran.
+// Package reaper pushes forward the transfers whose workflow failed, timed
+// out, was aborted, or never ran, and settles those that cannot complete.
 //
 // The reaper Lambda takes two kinds of EventBridge event:
 //
@@ -10,27 +10,39 @@
 //     RECONCILING some time after their creation are read from the sparse
 //     Pending index and settled, a bounded number per run.
 //
-// Settling a transfer (Settle) decides from the record, the execution and
-// the ledger, with every write conditional, so duplicate events, concurrent
-// reapers and a reaper that stops between two steps are harmless:
+// Settling a transfer (Settle) rolls it forward. It decides from the
+// record, the execution of the record's current attempt and the ledger,
+// with every write conditional, so duplicate events, concurrent reapers
+// and a reaper that stops between two steps are harmless:
 //
-//	record terminal                            nothing to do
-//	execution RUNNING                          leave it: the workflow finishes (machine timeout)
-//	RESERVED, no execution, young              StartExecution with the orchestrator's input
-//	RESERVED, no execution, old                fence, then FAILED "NotStarted"
-//	execution closed, record not terminal      fence, then decide from the ledger:
-//	    DEBIT + CREDIT                         COMPLETED
-//	    DEBIT only                             post the REFUND leg, FAILED reversed
-//	    DEBIT + REFUND                         FAILED reversed
-//	    no entry                               FAILED, nothing moved
+//	record terminal                               nothing to do
+//	execution RUNNING                             leave it: the workflow finishes (machine timeout)
+//	RESERVED, no execution                        StartExecution of the attempt, with the orchestrator's input
+//	IN_PROGRESS, execution lost                   resume (below)
+//	execution closed, record not terminal:
+//	    aborted by an operator (with a cause)     settle: refund a lone debit, FAILED "Aborted"
+//	    DEBIT + CREDIT                            settle: COMPLETED
+//	    DEBIT + REFUND (a refused credit)         settle: FAILED reversed with the refusal's code
+//	    anything else                             resume (below)
+//	past the completion window (CompleteWithin)   settle: COMPLETED if credited, else refund a lone
+//	                                              debit, FAILED "TimedOut"
+//	RECONCILING                                   settle, for the reason its fence stored
 //
-// The fence moves the record to RECONCILING, on condition that it is still
-// this transfer's and in the status the decision was taken on (or already
-// RECONCILING). From then on no DEBIT or CREDIT can commit (their fence
-// requires IN_PROGRESS), so the ledger read after it is final; only the
+// Resuming moves the record to its next attempt (RESERVED, attempt + 1)
+// and starts that attempt's execution, named after the transfer and the
+// attempt (transfer.ExecutionName): Step Functions keeps a closed
+// execution's name for 90 days. The new run replays what committed (a
+// leg's entry is written once) and goes on: no debit, it debits; a debit,
+// it credits. Every step of a run is fenced to its attempt, so a run that
+// was given up can commit nothing once the record has moved on.
+//
+// Settling fences the record (RECONCILING, with the reason), on condition
+// that it is still this transfer's, in the status and attempt the
+// decision was taken on (or already RECONCILING). From then on no DEBIT or
+// CREDIT can commit, so the ledger read after it is final; only the
 // REFUND leg, which the reaper itself drives, is still accepted. A reaper
 // that stops after the fence leaves the record RECONCILING, in the Pending
-// index, and the next event or sweep resumes.
+// index, and the next event or sweep finishes it.
 package reaper
 
 import (
@@ -53,7 +65,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultStuckAfter     = 15 * time.Minute
-	DefaultMaxStartAge    = time.Hour
+	DefaultCompleteWithin = time.Hour
 	DefaultSweepLimit     = 100
 	DefaultNotFoundGrace  = time.Minute
 	DefaultAttentionAfter = 5
@@ -67,6 +79,7 @@ const (
 	EnvStateMachineARN      = "STATE_MACHINE_ARN"
 	EnvStuckAfterSeconds    = "STUCK_AFTER_SECONDS"
 	EnvNotFoundGraceSeconds = "NOT_FOUND_GRACE_SECONDS"
+	EnvCompleteWithin       = "COMPLETE_WITHIN_SECONDS"
 )
 
 // EventBridge detail-type and source values the handler dispatches on.
@@ -89,10 +102,12 @@ type Config struct {
 	// StuckAfter is how old a non-terminal record must be before the sweep
 	// settles it. Default DefaultStuckAfter.
 	StuckAfter time.Duration
-	// MaxStartAge is how old a RESERVED record without an execution may be
-	// and still be started; an older one is failed with "NotStarted".
-	// Default DefaultMaxStartAge.
-	MaxStartAge time.Duration
+	// CompleteWithin is the completion window: how long after its
+	// reservation a transfer is pushed forward. Inside it an execution
+	// that dies for any reason but an operator's abort is resumed; past
+	// it, the transfer is settled from the ledger and a lone debit is
+	// refunded (CodeTimedOut). Default DefaultCompleteWithin.
+	CompleteWithin time.Duration
 	// SweepLimit bounds the records one sweep settles; each pending status
 	// (RECONCILING, IN_PROGRESS, RESERVED) gets its own share, so records
 	// of one status that keep failing cannot starve the others. Default
@@ -117,8 +132,9 @@ type Config struct {
 
 // ConfigFromEnv reads the configuration from the environment:
 // IDEMPOTENCY_TABLE, LEDGER_TABLE and STATE_MACHINE_ARN (required),
-// STUCK_AFTER_SECONDS (a positive integer, default 900) and
-// NOT_FOUND_GRACE_SECONDS (a positive integer, default 60).
+// STUCK_AFTER_SECONDS (a positive integer, default 900),
+// NOT_FOUND_GRACE_SECONDS (a positive integer, default 60) and
+// COMPLETE_WITHIN_SECONDS (a positive integer, default 3600).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg := Config{
 		IdempotencyTable: getenv(EnvIdempotencyTable),
@@ -140,6 +156,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}{
 		{EnvStuckAfterSeconds, &cfg.StuckAfter},
 		{EnvNotFoundGraceSeconds, &cfg.NotFoundGrace},
+		{EnvCompleteWithin, &cfg.CompleteWithin},
 	} {
 		d, err := seconds(getenv, v.name)
 		if err != nil {
@@ -218,8 +235,8 @@ func New(cfg Config, db DynamoDBAPI, sfnClient StepFunctionsAPI, l Ledger, log *
 	if cfg.StuckAfter == 0 {
 		cfg.StuckAfter = DefaultStuckAfter
 	}
-	if cfg.MaxStartAge == 0 {
-		cfg.MaxStartAge = DefaultMaxStartAge
+	if cfg.CompleteWithin == 0 {
+		cfg.CompleteWithin = DefaultCompleteWithin
 	}
 	if cfg.SweepLimit == 0 {
 		cfg.SweepLimit = DefaultSweepLimit
@@ -233,9 +250,9 @@ func New(cfg Config, db DynamoDBAPI, sfnClient StepFunctionsAPI, l Ledger, log *
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
-	if cfg.StuckAfter < 0 || cfg.MaxStartAge < 0 || cfg.SweepLimit < 0 || cfg.NotFoundGrace < 0 ||
+	if cfg.StuckAfter < 0 || cfg.CompleteWithin < 0 || cfg.SweepLimit < 0 || cfg.NotFoundGrace < 0 ||
 		cfg.AttentionAfter < 0 || cfg.MaxBackoff < 0 {
-		return nil, errors.New("reaper: StuckAfter, MaxStartAge, SweepLimit, NotFoundGrace, AttentionAfter and MaxBackoff must not be negative")
+		return nil, errors.New("reaper: StuckAfter, CompleteWithin, SweepLimit, NotFoundGrace, AttentionAfter and MaxBackoff must not be negative")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -337,15 +354,15 @@ func (r *Reaper) handleStatusChange(ctx context.Context, raw json.RawMessage) er
 		r.log.ErrorContext(ctx, "status change without a readable input", "execution", d.ExecutionArn, "error", err)
 		return fmt.Errorf("reaper: %w: execution %s: input: %v", ErrMalformedEvent, d.ExecutionArn, err)
 	}
-	if in.RecordKey == "" || d.Name == "" || in.TransferID != d.Name {
+	if in.RecordKey == "" || d.Name == "" || transfer.ExecutionName(in.TransferID, in.Attempt) != d.Name {
 		r.log.ErrorContext(ctx, "status change does not name a transfer", "execution", d.ExecutionArn,
 			"name", d.Name, "inputTransferId", in.TransferID)
 		return fmt.Errorf("reaper: %w: execution %s: input names transfer %q and record %q",
 			ErrMalformedEvent, d.ExecutionArn, in.TransferID, in.RecordKey)
 	}
-	r.log.InfoContext(ctx, "execution closed", "transferId", d.Name, "recordKey", in.RecordKey, "executionStatus", d.Status,
-		"executionError", deref(d.Error))
-	_, err := r.Settle(ctx, in.RecordKey, d.Name)
+	r.log.InfoContext(ctx, "execution closed", "transferId", in.TransferID, "recordKey", in.RecordKey, "attempt", in.Attempt,
+		"executionStatus", d.Status, "executionError", deref(d.Error))
+	_, err := r.Settle(ctx, in.RecordKey, in.TransferID)
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,12 +38,14 @@ const (
 	OutcomeRunning Outcome = "running"
 	// OutcomeStarted: a RESERVED record had no execution; it was started.
 	OutcomeStarted Outcome = "started"
-	// OutcomeRestarted: an IN_PROGRESS record's execution does not exist
-	// (it was lost, as executions of a stopped local runtime are); a new
-	// one was started from the stored record with the same name and
-	// input, so the transfer finishes instead of being reversed. Every
-	// leg of the new execution replays what the lost one committed.
-	OutcomeRestarted Outcome = "restarted"
+	// OutcomeResumed: the transfer's execution died for a reason that is
+	// not the transfer's (an infrastructure fault, a lost execution)
+	// while its completion window was open. The record moved to the next
+	// attempt (RESERVED again) and that attempt's execution was started
+	// from the stored record: its legs replay what committed (a debit
+	// that committed is not taken again) and go on from there, so the
+	// transfer completes instead of being reversed.
+	OutcomeResumed Outcome = "resumed"
 	// OutcomeCompleted: debit and credit were posted; the record is now
 	// COMPLETED.
 	OutcomeCompleted Outcome = "completed"
@@ -53,23 +56,21 @@ const (
 	OutcomeReversed Outcome = "reversed"
 )
 
-// Failure codes the reaper stores when the execution reports no error.
+// Failure codes the reaper stores. Every other code of a FAILED transfer
+// is a business refusal, stored by the workflow (see
+// transfer.IsSettlementCode).
 const (
-	CodeNotStarted        = "NotStarted"
-	CodeExecutionFailed   = "ExecutionFailed"
-	CodeExecutionTimedOut = "ExecutionTimedOut"
-	CodeExecutionAborted  = "ExecutionAborted"
-	// CodeOutcomeNotStored: the execution succeeded but the record was not
-	// terminal.
-	CodeOutcomeNotStored = "OutcomeNotStored"
-	// CodeExecutionNotFound: the record is IN_PROGRESS but its execution
-	// does not exist (any more).
-	CodeExecutionNotFound = "ExecutionNotFound"
-	// CodeTransferFenced: the record was already fenced while its
-	// execution still ran; the execution can commit nothing and fails
-	// with this error.
-	CodeTransferFenced = "TransferFenced"
+	// CodeTimedOut: the transfer could not complete within its
+	// completion window (Config.CompleteWithin); a debit was refunded.
+	CodeTimedOut = transfer.CodeTimedOut
+	// CodeAborted: an operator stopped the transfer's execution with a
+	// cause (StopExecution); a debit was refunded.
+	CodeAborted = transfer.CodeAborted
 )
+
+// codeFenced is the settle code of a record fenced before reasons were
+// stored with the fence.
+const codeFenced = "TransferFenced"
 
 // maxRounds bounds how often Settle reads the record again after losing a
 // conditional write to a concurrent change. Each round follows a change of
@@ -118,122 +119,199 @@ func (r *Reaper) Settle(ctx context.Context, recordKey, transferID string) (Outc
 
 // step takes one decision on rec. again reports a lost conditional write:
 // read the record and decide again.
+//
+// Only the record's current attempt counts: its execution is described,
+// and an event about an earlier attempt's execution is only a cue to look.
 func (r *Reaper) step(ctx context.Context, log *slog.Logger, rec idempotency.Record) (outcome Outcome, again bool, err error) {
 	switch rec.Status {
 	case idempotency.StatusCompleted, idempotency.StatusFailed:
 		log.InfoContext(ctx, "already settled", "decision", OutcomeAlreadySettled, "status", rec.Status)
 		return OutcomeAlreadySettled, false, nil
-	case idempotency.StatusReserved, idempotency.StatusInProgress, idempotency.StatusReconciling:
+	case idempotency.StatusReconciling:
+		// Fenced by a reaper that decided to settle and stopped before
+		// storing the outcome (no leg but a REFUND can commit now):
+		// finish its work with its reason.
+		return r.reconcile(ctx, log, rec, fencedCause(rec))
+	case idempotency.StatusReserved, idempotency.StatusInProgress:
 	default:
 		return "", false, fmt.Errorf("record has unknown status %q", rec.Status)
 	}
 
-	exec, err := r.describe(ctx, rec.ResourceID)
+	exec, err := r.describe(ctx, rec)
+	if err != nil {
+		return "", false, err
+	}
+	open, err := r.windowOpen(rec)
 	if err != nil {
 		return "", false, err
 	}
 	if exec == nil {
-		switch rec.Status {
-		case idempotency.StatusReserved:
-			startable, err := r.startable(rec)
-			if err != nil {
-				return "", false, err
-			}
-			if startable {
-				return r.start(ctx, log, rec)
-			}
-			return r.reconcile(ctx, log, rec, r.notStarted())
-		case idempotency.StatusReconciling:
-			// Fenced by a reaper (for a start that came too late) that
-			// stopped before storing the outcome.
-			return r.reconcile(ctx, log, rec, r.notStarted())
-		default:
-			return r.lost(ctx, log, rec)
+		if rec.Status == idempotency.StatusInProgress && r.notVisibleYet(rec) {
+			log.InfoContext(ctx, "execution not visible yet", "decision", OutcomeRunning, "status", rec.Status, "updatedAt", rec.UpdatedAt)
+			return OutcomeRunning, false, nil
 		}
+		switch {
+		case !open:
+			return r.reconcile(ctx, log, rec, r.timedOut())
+		case rec.Status == idempotency.StatusReserved:
+			return r.start(ctx, log, rec)
+		}
+		// IN_PROGRESS and its execution is gone (a crashed runtime
+		// loses its executions).
+		return r.resume(ctx, log, rec, "the execution is lost")
 	}
 
 	switch exec.Status {
 	case sfntypes.ExecutionStatusRunning, sfntypes.ExecutionStatusPendingRedrive:
-		if rec.Status != idempotency.StatusReconciling {
-			log.InfoContext(ctx, "execution still running", "decision", OutcomeRunning, "status", rec.Status)
-			return OutcomeRunning, false, nil
-		}
-		// Fenced: the execution can commit no DEBIT or CREDIT and will
-		// fail with TransferFenced; finish what the fence started.
-		return r.reconcile(ctx, log, rec, cause{CodeTransferFenced, "The transfer was stopped while its workflow was running"})
+		// The machine's timeout bounds the wait.
+		log.InfoContext(ctx, "execution still running", "decision", OutcomeRunning, "status", rec.Status, "attempt", rec.Attempt)
+		return OutcomeRunning, false, nil
 	case sfntypes.ExecutionStatusSucceeded, sfntypes.ExecutionStatusFailed,
 		sfntypes.ExecutionStatusTimedOut, sfntypes.ExecutionStatusAborted:
-		return r.reconcile(ctx, log, rec, closedCause(exec))
+	default:
+		return "", false, fmt.Errorf("execution %s has unknown status %q", aws.ToString(exec.ExecutionArn), exec.Status)
 	}
-	return "", false, fmt.Errorf("execution %s has unknown status %q", aws.ToString(exec.ExecutionArn), exec.Status)
+	if IsOperatorAbort(exec.Status, aws.ToString(exec.Cause)) {
+		log.WarnContext(ctx, "execution aborted by an operator", "attempt", rec.Attempt, "cause", aws.ToString(exec.Cause))
+		return r.reconcile(ctx, log, rec, cause{CodeAborted, "The transfer was aborted by an operator"})
+	}
+	if !open {
+		return r.reconcile(ctx, log, rec, r.timedOut())
+	}
+	// An infrastructure fault killed the attempt: the transfer is not
+	// refused, it goes on. If both legs committed, only the outcome is
+	// left to store.
+	entries, err := r.entries(ctx, rec)
+	if err != nil {
+		return "", false, err
+	}
+	_, debited := entries[ledger.Debit]
+	_, credited := entries[ledger.Credit]
+	refund, refunded := entries[ledger.Refund]
+	switch {
+	case debited && credited:
+		return r.reconcile(ctx, log, rec, cause{})
+	case debited && refunded:
+		// The workflow refunded a refused credit and died before storing
+		// the outcome: the refusal is final and stored with the refund.
+		return r.reconcile(ctx, log, rec, refundCause(refund))
+	}
+	return r.resume(ctx, log, rec, fmt.Sprintf("the execution ended %s (%s)", exec.Status, aws.ToString(exec.Error)))
 }
 
-// lost decides on an IN_PROGRESS record whose execution DescribeExecution
-// does not find. That answer is eventually consistent, so it is trusted
-// only NotFoundGrace after the record's last update (MarkInProgress sets
-// it when the execution begins). Then the transfer is restarted from its
-// record while it is younger than MaxStartAge (finishing beats reversing
-// when nothing was rejected), and settled from the ledger after that.
-func (r *Reaper) lost(ctx context.Context, log *slog.Logger, rec idempotency.Record) (Outcome, bool, error) {
+// IsOperatorAbort reports whether an execution that closed with status
+// and cause was stopped by an operator on purpose: ABORTED with a cause
+// (StopExecution --cause "..."), which the reaper takes as "reverse the
+// transfer". An execution aborted without a cause is resumed like any
+// other that died.
+func IsOperatorAbort(status sfntypes.ExecutionStatus, cause string) bool {
+	return status == sfntypes.ExecutionStatusAborted && strings.TrimSpace(cause) != ""
+}
+
+// notVisibleYet reports whether an IN_PROGRESS record was updated too
+// recently for DescribeExecution (eventually consistent) to be trusted
+// when it does not find the execution: NotFoundGrace after MarkInProgress
+// set updatedAt.
+func (r *Reaper) notVisibleYet(rec idempotency.Record) bool {
 	since := rec.UpdatedAt
 	if since == "" {
 		since = rec.CreatedAt
 	}
 	updated, err := time.Parse(time.RFC3339Nano, since)
-	if err != nil {
-		return "", false, fmt.Errorf("record updatedAt %q: %w", since, err)
-	}
-	if r.cfg.Now().Sub(updated) < r.cfg.NotFoundGrace {
-		log.InfoContext(ctx, "execution not visible yet", "decision", OutcomeRunning, "status", rec.Status, "updatedAt", since)
-		return OutcomeRunning, false, nil
-	}
-	startable, err := r.startable(rec)
-	if err != nil {
-		return "", false, err
-	}
-	if !startable {
-		return r.reconcile(ctx, log, rec, cause{CodeExecutionNotFound, "The transfer's workflow could not be found"})
-	}
-	outcome, again, err := r.start(ctx, log, rec)
-	if outcome == OutcomeStarted {
-		outcome = OutcomeRestarted
-	}
-	return outcome, again, err
+	return err == nil && r.cfg.Now().Sub(updated) < r.cfg.NotFoundGrace
 }
 
-// startable reports whether rec's transfer may still be started: it was
-// reserved less than MaxStartAge ago.
-func (r *Reaper) startable(rec idempotency.Record) (bool, error) {
+// windowOpen reports whether rec's transfer is still inside its
+// completion window: reserved less than CompleteWithin ago. Inside it, an
+// infrastructure fault delays the transfer; past it, a lone debit is
+// refunded (CodeTimedOut).
+func (r *Reaper) windowOpen(rec idempotency.Record) (bool, error) {
 	created, err := time.Parse(time.RFC3339Nano, rec.CreatedAt)
 	if err != nil {
 		return false, fmt.Errorf("record createdAt %q: %w", rec.CreatedAt, err)
 	}
-	return r.cfg.Now().Sub(created) < r.cfg.MaxStartAge, nil
+	return r.cfg.Now().Sub(created) < r.cfg.CompleteWithin, nil
 }
 
-func (r *Reaper) notStarted() cause {
-	return cause{CodeNotStarted, "The transfer did not start within " + humanDuration(r.cfg.MaxStartAge) + " of the request"}
+func (r *Reaper) timedOut() cause {
+	return cause{CodeTimedOut, "The transfer could not complete within " + humanDuration(r.cfg.CompleteWithin) + " of the request"}
 }
 
-// closedCause is the failure of a closed execution: its error when it has
-// one, else a code for its status.
-func closedCause(exec *sfn.DescribeExecutionOutput) cause {
-	var c cause
-	switch exec.Status {
-	case sfntypes.ExecutionStatusSucceeded:
-		return cause{CodeOutcomeNotStored, "The transfer's workflow ended without storing its outcome"}
-	case sfntypes.ExecutionStatusTimedOut:
-		c = cause{CodeExecutionTimedOut, "The transfer's workflow timed out"}
-	case sfntypes.ExecutionStatusAborted:
-		c = cause{CodeExecutionAborted, "The transfer's workflow was stopped"}
-	default:
-		c = cause{CodeExecutionFailed, "The transfer's workflow failed"}
+// refundCause is why a refund was posted, as stored with it.
+func refundCause(e ledger.Entry) cause {
+	if e.Reason == "" {
+		return cause{codeFenced, "The transfer was reversed"}
 	}
-	if e := aws.ToString(exec.Error); e != "" {
-		c.code = e
+	return cause{e.Reason, strings.TrimSuffix(e.Detail, ".")}
+}
+
+// fencedCause is the reason stored with a RECONCILING record's fence.
+func fencedCause(rec idempotency.Record) cause {
+	if rec.SettleCode != "" {
+		return cause{rec.SettleCode, rec.SettleDetail}
+	}
+	return cause{codeFenced, "The transfer was stopped while it ran"}
+}
+
+// entries reads the transfer's ledger entries (consistently).
+func (r *Reaper) entries(ctx context.Context, rec idempotency.Record) (map[ledger.Kind]ledger.Entry, error) {
+	var req transfer.Request
+	if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {
+		return nil, fmt.Errorf("%w: stored request: %v", transfer.ErrCorruptRecord, err)
+	}
+	return retry(ctx, isTransientLedger, func() (map[ledger.Kind]ledger.Entry, error) {
+		return r.ledger.TransferEntries(ctx, rec.ResourceID, req.SourceAccountID, req.DestinationAccountID)
+	})
+}
+
+// resume moves rec to its next attempt and starts that attempt's
+// execution. The move is conditional on the record being as read (same
+// transfer, status and attempt), so of concurrent reapers one resumes and
+// the others read again; the old attempt is fenced by it (its legs and
+// its Mark states require their own attempt). A failed start leaves the
+// record RESERVED under the new attempt, for the sweep or the client's
+// retry to start.
+func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec idempotency.Record, why string) (Outcome, bool, error) {
+	now := r.cfg.Now().UTC().Format(idempotency.TimeFormat)
+	next := rec
+	next.Attempt, next.Status, next.Pending = rec.Attempt+1, idempotency.StatusReserved, string(idempotency.StatusReserved)
+	next.ExecutionArn, next.UpdatedAt, next.SweepAt = "", now, now
+	status := expression.Name(idempotency.AttrStatus)
+	cond := expression.Name(idempotency.AttrResourceID).Equal(expression.Value(rec.ResourceID)).
+		And(status.Equal(expression.Value(string(rec.Status))), attemptIs(rec.Attempt))
+	update := expression.Set(expression.Name(idempotency.AttrAttempt), expression.Value(next.Attempt)).
+		Set(status, expression.Value(string(next.Status))).
+		Set(expression.Name(idempotency.AttrPending), expression.Value(next.Pending)).
+		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
+		Set(expression.Name(idempotency.AttrSweepAt), expression.Value(now)).
+		Remove(expression.Name(attrExecutionArn))
+	ok, err := r.update(ctx, rec.Key, cond, update, "move the record to its next attempt")
+	if err != nil || !ok {
+		return "", !ok && err == nil, err
+	}
+	log.WarnContext(ctx, "transfer resumed under a new attempt", "decision", OutcomeResumed, "attempt", next.Attempt, "why", why)
+	metrics.Emit(ctx, log, "resume metrics",
+		[]slog.Attr{metrics.Service(metrics.ServiceReaper)}, metrics.Metric{Name: metrics.Resumed, Value: 1})
+	outcome, again, err := r.start(ctx, log, next)
+	if outcome == OutcomeStarted {
+		outcome = OutcomeResumed
+	}
+	return outcome, again, err
+}
+
+// attemptIs is the condition that the record is on attempt n (a record
+// stored before attempts were counted is on its first).
+func attemptIs(n int64) expression.ConditionBuilder {
+	c := expression.Name(idempotency.AttrAttempt).Equal(expression.Value(n))
+	if n == 0 {
+		c = c.Or(expression.AttributeNotExists(expression.Name(idempotency.AttrAttempt)))
 	}
 	return c
 }
+
+// attrExecutionArn is the record's executionArn (idempotency.Record's
+// ExecutionArn), set by the workflow's MarkInProgress.
+const attrExecutionArn = "executionArn"
 
 // read reads the record with a strongly consistent GetItem.
 func (r *Reaper) read(ctx context.Context, recordKey string) (idempotency.Record, bool, error) {
@@ -259,9 +337,10 @@ func recordKeyAttr(recordKey string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: recordKey}}
 }
 
-// describe describes the transfer's execution; nil when it does not exist.
-func (r *Reaper) describe(ctx context.Context, transferID string) (*sfn.DescribeExecutionOutput, error) {
-	arn := r.executionARN(transferID)
+// describe describes the execution of rec's current attempt; nil when it
+// does not exist.
+func (r *Reaper) describe(ctx context.Context, rec idempotency.Record) (*sfn.DescribeExecutionOutput, error) {
+	arn := r.executionARN(transfer.ExecutionName(rec.ResourceID, rec.Attempt))
 	// Default included data: the error and cause are wanted.
 	out, err := r.sfn.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
 	var missing *sfntypes.ExecutionDoesNotExist
@@ -274,8 +353,8 @@ func (r *Reaper) describe(ctx context.Context, transferID string) (*sfn.Describe
 	return out, nil
 }
 
-// start starts the execution of a RESERVED record with the input the
-// orchestrator builds. An execution that closed meanwhile
+// start starts the execution of a RESERVED record's attempt with the name
+// and input the orchestrator builds. An execution that closed meanwhile
 // (ExecutionAlreadyExists) sends the caller back to the record.
 func (r *Reaper) start(ctx context.Context, log *slog.Logger, rec idempotency.Record) (Outcome, bool, error) {
 	input, err := transfer.NewWorkflowInput(rec)
@@ -284,7 +363,7 @@ func (r *Reaper) start(ctx context.Context, log *slog.Logger, rec idempotency.Re
 	}
 	out, err := r.sfn.StartExecution(ctx, &sfn.StartExecutionInput{
 		StateMachineArn: aws.String(r.cfg.StateMachineARN),
-		Name:            aws.String(rec.ResourceID),
+		Name:            aws.String(transfer.ExecutionName(rec.ResourceID, rec.Attempt)),
 		Input:           aws.String(string(input)),
 	})
 	var exists *sfntypes.ExecutionAlreadyExists
@@ -295,20 +374,22 @@ func (r *Reaper) start(ctx context.Context, log *slog.Logger, rec idempotency.Re
 		return "", false, fmt.Errorf("start execution: %w", err)
 	}
 	log.InfoContext(ctx, "started the execution of a reserved transfer", "decision", OutcomeStarted,
-		"execution", aws.ToString(out.ExecutionArn))
+		"execution", aws.ToString(out.ExecutionArn), "attempt", rec.Attempt)
 	return OutcomeStarted, false, nil
 }
 
 // reconcile fences the record, reads the transfer's ledger entries and
 // stores the terminal outcome they imply, posting the REFUND leg first
-// when only the debit committed. why explains a failure.
+// when only the debit committed. why explains a failure: it is stored
+// with the fence, and a reaper that finishes another's fenced record
+// uses the stored one.
 func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotency.Record, why cause) (Outcome, bool, error) {
 	var req transfer.Request
 	if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {
 		return "", false, fmt.Errorf("%w: stored request: %v", transfer.ErrCorruptRecord, err)
 	}
 
-	fenced, err := r.fence(ctx, rec)
+	fenced, err := r.fence(ctx, rec, why)
 	if err != nil {
 		return "", false, err
 	}
@@ -316,9 +397,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 		return "", true, nil
 	}
 
-	entries, err := retry(ctx, isTransientLedger, func() (map[ledger.Kind]ledger.Entry, error) {
-		return r.ledger.TransferEntries(ctx, rec.ResourceID, req.SourceAccountID, req.DestinationAccountID)
-	})
+	entries, err := r.entries(ctx, rec)
 	if err != nil {
 		return "", false, err
 	}
@@ -340,9 +419,12 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 		outcome = OutcomeCompleted
 	case debit && refund:
 		outcome = OutcomeReversed
+		if why.code == "" || why.code == codeFenced {
+			why = refundCause(entries[ledger.Refund])
+		}
 	case debit:
 		_, err := retry(ctx, isTransientLedger, func() (ledger.Entry, error) {
-			return r.ledger.Post(ctx, refundLeg(rec, req))
+			return r.ledger.Post(ctx, refundLeg(rec, req, why))
 		})
 		switch {
 		case errors.Is(err, ledger.ErrFenced), errors.Is(err, ledger.ErrAlreadyCredited):
@@ -380,14 +462,19 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 	if posted {
 		settledMetrics = append(settledMetrics, metrics.Metric{Name: metrics.Refunded, Value: 1})
 	}
+
 	metrics.Emit(ctx, log, "settle metrics",
 		[]slog.Attr{metrics.Service(metrics.ServiceReaper), slog.String("Outcome", string(outcome))}, settledMetrics...)
+	if outcome != OutcomeCompleted && why.code == CodeTimedOut {
+		// Service alone, as TimedOutAlarm reads it.
+		metrics.Incr(ctx, log, metrics.TimedOut, metrics.Service(metrics.ServiceReaper))
+	}
 	return outcome, false, nil
 }
 
 // refundLeg is the REFUND leg of the transfer: the amount back to the
-// source.
-func refundLeg(rec idempotency.Record, req transfer.Request) ledger.Leg {
+// source, for why.
+func refundLeg(rec idempotency.Record, req transfer.Request, why cause) ledger.Leg {
 	return ledger.Leg{
 		Kind:                  ledger.Refund,
 		TransferID:            rec.ResourceID,
@@ -396,6 +483,9 @@ func refundLeg(rec idempotency.Record, req transfer.Request) ledger.Leg {
 		CounterpartyAccountID: req.DestinationAccountID,
 		Amount:                req.Amount,
 		Currency:              req.Currency,
+		Attempt:               rec.Attempt,
+		Reason:                why.code,
+		Detail:                why.why,
 	}
 }
 
@@ -405,14 +495,20 @@ func refundLeg(rec idempotency.Record, req transfer.Request) ledger.Leg {
 // any non-terminal one, keeps a workflow that got in between the look and
 // the fence (RESERVED -> IN_PROGRESS: an execution just started) from being
 // fenced on a decision made without it. false: the condition failed.
-func (r *Reaper) fence(ctx context.Context, rec idempotency.Record) (bool, error) {
+//
+// The fence keeps the attempt: the reaper's REFUND is posted under it. It
+// stores why (the first fence's reason stands).
+func (r *Reaper) fence(ctx context.Context, rec idempotency.Record, why cause) (bool, error) {
 	status := expression.Name(idempotency.AttrStatus)
 	cond := expression.Name(idempotency.AttrResourceID).Equal(expression.Value(rec.ResourceID)).
 		And(status.In(
 			expression.Value(string(rec.Status)),
 			expression.Value(string(idempotency.StatusReconciling)),
-		))
+		), attemptIs(rec.Attempt))
+	code, detail := expression.Name(attrSettleCode), expression.Name(attrSettleDetail)
 	update := expression.Set(status, expression.Value(string(idempotency.StatusReconciling))).
+		Set(code, expression.IfNotExists(code, expression.Value(why.code))).
+		Set(detail, expression.IfNotExists(detail, expression.Value(why.why))).
 		Set(expression.Name(idempotency.AttrPending), expression.Value(string(idempotency.StatusReconciling))).
 		Set(expression.Name(attrUpdatedAt), expression.Value(r.cfg.Now().UTC().Format(idempotency.TimeFormat))).
 		// A record is only deleted by TTL once terminal; one reserved
@@ -436,9 +532,14 @@ func (r *Reaper) finish(ctx context.Context, rec idempotency.Record, final idemp
 	return r.update(ctx, rec.Key, cond, update, "store the outcome")
 }
 
-// attrUpdatedAt is the record's last-change time (idempotency.Record's
-// UpdatedAt).
-const attrUpdatedAt = "updatedAt"
+// Attributes of the record the reaper writes: the last-change time
+// (idempotency.Record's UpdatedAt) and the reason of a fence (SettleCode,
+// SettleDetail).
+const (
+	attrUpdatedAt    = "updatedAt"
+	attrSettleCode   = "settleCode"
+	attrSettleDetail = "settleDetail"
+)
 
 // update runs a conditional UpdateItem on the record. A failed condition
 // is reported as false, not as an error.

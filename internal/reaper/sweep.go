@@ -68,14 +68,13 @@ type pendingRef struct {
 	Key           string `dynamodbav:"pk"`
 	ResourceID    string `dynamodbav:"resourceId"`
 	Pending       string `dynamodbav:"pending"`
-	CreatedAt     string `dynamodbav:"createdAt"`
+	SweepAt       string `dynamodbav:"sweepAt"`
 	SweepAttempts int    `dynamodbav:"sweepAttempts"`
 }
 
 // Attributes the sweep keeps on a record it failed to settle.
 const (
 	attrSweepAttempts  = "sweepAttempts"
-	attrNextSweepAt    = "nextSweepAt"
 	attrLastSweepError = "lastSweepError"
 	attrNeedsAttention = "needsAttention"
 )
@@ -83,20 +82,21 @@ const (
 // maxErrorBytes bounds the error text stored on a record.
 const maxErrorBytes = 1000
 
-// Sweep settles records created more than Config.StuckAfter ago that are
-// still RESERVED, IN_PROGRESS or RECONCILING, oldest first within each
-// status, at most Config.SweepLimit of them, each status with its own
-// share. A transfer that cannot be settled does not stop the sweep: it is
-// deferred (its next sweep waits, with exponential backoff), flagged for
-// an operator once it has failed Config.AttentionAfter times, and the
-// errors are joined and returned at the end.
+// Sweep settles records that are still RESERVED, IN_PROGRESS or
+// RECONCILING Config.StuckAfter after their sweepAt (their creation, or
+// their last resume), oldest first within each status, at most
+// Config.SweepLimit of them, each status with its own share. A transfer
+// that cannot be settled does not stop the sweep: it is deferred (its
+// sweepAt moves forward, with exponential backoff, so no sweep reads it
+// before it is due), flagged for an operator once it has failed
+// Config.AttentionAfter times, and the errors are joined and returned at
+// the end.
 func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 	res := SweepResult{Outcomes: map[Outcome]int{}}
 	now := r.cfg.Now().UTC()
 	cutoff := now.Add(-r.cfg.StuckAfter).Format(idempotency.TimeFormat)
-	nowText := now.Format(idempotency.TimeFormat)
 
-	refs, rest, err := r.findStuck(ctx, cutoff, nowText)
+	refs, rest, err := r.findStuck(ctx, cutoff)
 	if err != nil {
 		return res, fmt.Errorf("sweep: %w", err)
 	}
@@ -131,7 +131,7 @@ func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 
 	for _, pos := range rest {
-		n, complete, err := r.countStuck(ctx, cutoff, nowText, pos)
+		n, complete, err := r.countStuck(ctx, cutoff, pos)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("count remaining: %w", err))
 		}
@@ -165,8 +165,10 @@ func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 
 // deferRecord records a failed sweep of ref on its record: one more
 // attempt, the time before which no sweep takes it again (StuckAfter
-// doubled per failure, at most MaxBackoff), the error, and needsAttention
-// once it has failed AttentionAfter times. A record that left the Pending
+// doubled per failure, at most MaxBackoff: its sweepAt moves to that time
+// less StuckAfter, so the index's order is the order in which records
+// fall due), the error, and needsAttention once it has failed
+// AttentionAfter times. A record that left the Pending
 // index meanwhile (settled by someone else) is left alone. attention
 // reports a record now flagged.
 func (r *Reaper) deferRecord(ctx context.Context, ref pendingRef, now time.Time, cause error) (attention bool, err error) {
@@ -184,7 +186,7 @@ func (r *Reaper) deferRecord(ctx context.Context, ref pendingRef, now time.Time,
 	cond := expression.Name(idempotency.AttrResourceID).Equal(expression.Value(ref.ResourceID)).
 		And(expression.AttributeExists(expression.Name(idempotency.AttrPending)))
 	update := expression.Set(expression.Name(attrSweepAttempts), expression.Value(attempts)).
-		Set(expression.Name(attrNextSweepAt), expression.Value(now.Add(backoff).Format(idempotency.TimeFormat))).
+		Set(expression.Name(idempotency.AttrSweepAt), expression.Value(now.Add(backoff-r.cfg.StuckAfter).Format(idempotency.TimeFormat))).
 		Set(expression.Name(attrLastSweepError), expression.Value(msg))
 	if attention {
 		update = update.Set(expression.Name(attrNeedsAttention), expression.Value(true))
@@ -210,23 +212,20 @@ type position struct {
 	start     map[string]types.AttributeValue
 }
 
-// maxFilteredPages bounds the pages one status's read goes through: a page
-// may hold only deferred records, which the filter drops.
-const maxFilteredPages = 20
-
-// findStuck reads up to SweepLimit stuck records that are not deferred.
+// findStuck reads up to SweepLimit stuck records. Deferred records are
+// not due (their sweepAt is later), so they are never read.
 // Each status first gets an equal share of what the statuses before it
 // left (rounded up), so records of one status cannot starve another; what
 // the shares leave unused goes to the statuses with records left, in
 // order. rest are the places where a read stopped with records possibly
 // left.
-func (r *Reaper) findStuck(ctx context.Context, cutoff, now string) (refs []pendingRef, rest []position, err error) {
+func (r *Reaper) findStuck(ctx context.Context, cutoff string) (refs []pendingRef, rest []position, err error) {
 	limit := r.cfg.SweepLimit
 	var open []position
 	for p := range pendingOrder {
 		left := len(pendingOrder) - p
 		share := (limit - len(refs) + left - 1) / left
-		got, next, err := r.readStuck(ctx, position{partition: p}, share, cutoff, now)
+		got, next, err := r.readStuck(ctx, position{partition: p}, share, cutoff)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -240,7 +239,7 @@ func (r *Reaper) findStuck(ctx context.Context, cutoff, now string) (refs []pend
 			rest = append(rest, pos)
 			continue
 		}
-		got, next, err := r.readStuck(ctx, pos, limit-len(refs), cutoff, now)
+		got, next, err := r.readStuck(ctx, pos, limit-len(refs), cutoff)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -255,13 +254,10 @@ func (r *Reaper) findStuck(ctx context.Context, cutoff, now string) (refs []pend
 // readStuck reads up to want stuck records of pos's status from pos on.
 // next is where it stopped with records possibly left; nil when the status
 // has none left.
-func (r *Reaper) readStuck(ctx context.Context, pos position, want int, cutoff, now string) (refs []pendingRef, next *position, err error) {
+func (r *Reaper) readStuck(ctx context.Context, pos position, want int, cutoff string) (refs []pendingRef, next *position, err error) {
 	start := pos.start
-	for pages := 0; ; pages++ {
-		if len(refs) == want || pages == maxFilteredPages {
-			return refs, &position{partition: pos.partition, start: start}, nil
-		}
-		in, err := r.pendingQuery(pendingOrder[pos.partition], cutoff, now, start)
+	for len(refs) < want {
+		in, err := r.pendingQuery(pendingOrder[pos.partition], cutoff, start)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -282,17 +278,18 @@ func (r *Reaper) readStuck(ctx context.Context, pos position, want int, cutoff, 
 		}
 		start = out.LastEvaluatedKey
 	}
+	return refs, &position{partition: pos.partition, start: start}, nil
 }
 
 // countStuck counts the stuck records of pos's status from pos on, reading
 // at most maxCountPages pages; complete is false when it stopped early.
-func (r *Reaper) countStuck(ctx context.Context, cutoff, now string, pos position) (n int, complete bool, err error) {
+func (r *Reaper) countStuck(ctx context.Context, cutoff string, pos position) (n int, complete bool, err error) {
 	start := pos.start
 	for pages := 0; ; pages++ {
 		if pages == maxCountPages {
 			return n, false, nil
 		}
-		in, err := r.pendingQuery(pendingOrder[pos.partition], cutoff, now, start)
+		in, err := r.pendingQuery(pendingOrder[pos.partition], cutoff, start)
 		if err != nil {
 			return n, false, err
 		}
@@ -309,14 +306,12 @@ func (r *Reaper) countStuck(ctx context.Context, cutoff, now string, pos positio
 	}
 }
 
-// pendingQuery queries the Pending index for records of status created
-// before cutoff and not deferred past now, oldest first, from start.
-func (r *Reaper) pendingQuery(status idempotency.Status, cutoff, now string, start map[string]types.AttributeValue) (*dynamodb.QueryInput, error) {
+// pendingQuery queries the Pending index for records of status whose
+// sweepAt is before cutoff, oldest first, from start.
+func (r *Reaper) pendingQuery(status idempotency.Status, cutoff string, start map[string]types.AttributeValue) (*dynamodb.QueryInput, error) {
 	keyCond := expression.Key(idempotency.AttrPending).Equal(expression.Value(string(status))).
-		And(expression.Key(idempotency.AttrCreatedAt).LessThan(expression.Value(cutoff)))
-	due := expression.AttributeNotExists(expression.Name(attrNextSweepAt)).
-		Or(expression.Name(attrNextSweepAt).LessThanEqual(expression.Value(now)))
-	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).WithFilter(due).Build()
+		And(expression.Key(idempotency.AttrSweepAt).LessThan(expression.Value(cutoff)))
+	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build %s query: %w", status, err)
 	}
@@ -324,7 +319,6 @@ func (r *Reaper) pendingQuery(status idempotency.Status, cutoff, now string, sta
 		TableName:                 aws.String(r.cfg.IdempotencyTable),
 		IndexName:                 aws.String(idempotency.IndexPending),
 		KeyConditionExpression:    expr.KeyCondition(),
-		FilterExpression:          expr.Filter(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
 		ExclusiveStartKey:         start,

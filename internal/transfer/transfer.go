@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/exactlyonce/transfers/idempotency"
@@ -55,6 +57,27 @@ type WorkflowInput struct {
 	// source account to be this caller's (worker.Task.Scope), and the
 	// record's scope to be this one.
 	Scope string `json:"scope"`
+	// Attempt is the record's attempt: every step of the execution is
+	// fenced to it (see idempotency.Record.Attempt).
+	Attempt int64 `json:"attempt"`
+}
+
+// ExecutionName is the name of the execution of a transfer's attempt: the
+// transfer id for the first, then the id and the attempt ("<id>_2"). Step
+// Functions keeps a closed execution's name for 90 days, so a resumed
+// transfer needs a name of its own.
+func ExecutionName(transferID string, attempt int64) string {
+	if attempt == 0 {
+		return transferID
+	}
+	return transferID + "_" + strconv.FormatInt(attempt, 10)
+}
+
+// TransferIDOf is the transfer id in an execution name (ExecutionName's
+// inverse).
+func TransferIDOf(executionName string) string {
+	id, _, _ := strings.Cut(executionName, "_")
+	return id
 }
 
 // NewWorkflowInput builds the execution input of rec.
@@ -71,6 +94,7 @@ func NewWorkflowInput(rec idempotency.Record) ([]byte, error) {
 		// default.
 		RetentionSeconds: int64(rec.Retention() / time.Second),
 		Scope:            rec.Scope,
+		Attempt:          rec.Attempt,
 	})
 }
 

@@ -65,16 +65,17 @@ import (
 
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/metrics"
+	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
 // Lambda errorType names, as the state machine's ErrorEquals match them.
 const (
-	TypeInsufficientFunds = "InsufficientFunds"
-	TypeAccountNotFound   = "AccountNotFound"
-	TypeCurrencyMismatch  = "CurrencyMismatch"
-	TypeAccountClosed     = "AccountClosed"
-	TypeBalanceLimit      = "BalanceLimitExceeded"
-	TypeForbidden         = "Forbidden"
+	TypeInsufficientFunds = transfer.CodeInsufficientFunds
+	TypeAccountNotFound   = transfer.CodeAccountNotFound
+	TypeCurrencyMismatch  = transfer.CodeCurrencyMismatch
+	TypeAccountClosed     = transfer.CodeAccountClosed
+	TypeBalanceLimit      = transfer.CodeBalanceLimit
+	TypeForbidden         = transfer.CodeForbidden
 	TypeTransferFenced    = "TransferFenced"
 	TypeDebitMissing      = "DebitMissing"
 	TypeNothingToRefund   = "NothingToRefund"
@@ -143,6 +144,33 @@ type Task struct {
 	// the DEBIT only: the account's owner must be this scope when the
 	// worker enforces ownership.
 	Scope string `json:"scope,omitempty"`
+	// Attempt is the transfer's attempt the execution runs (the workflow
+	// input's): the leg commits only while it is the record's current
+	// attempt.
+	Attempt int64 `json:"attempt"`
+	// Refused, on the REFUND the workflow posts when a business rule
+	// refused the credit, is that refusal as Step Functions caught it:
+	// it is stored with the refund entry (ledger.Leg.Reason).
+	Refused *Refusal `json:"refused,omitempty"`
+}
+
+// Refusal is an error Step Functions caught: its name and its cause, the
+// leg's Lambda error ({"errorMessage": ..., "errorType": ...}) as JSON.
+type Refusal struct {
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
+}
+
+// detail is the sentence of the refusal: the cause's errorMessage, or the
+// cause itself when it is no Lambda error.
+func (r Refusal) detail() string {
+	var le struct {
+		ErrorMessage string `json:"errorMessage"`
+	}
+	if json.Unmarshal([]byte(r.Cause), &le) == nil && le.ErrorMessage != "" {
+		return le.ErrorMessage
+	}
+	return r.Cause
 }
 
 // Result is a leg function's answer: the posted entry (the stored one when
@@ -179,9 +207,13 @@ func (t Task) leg(kind ledger.Kind) ledger.Leg {
 		CounterpartyAccountID: t.DestinationAccountID,
 		Amount:                t.Amount,
 		Currency:              t.Currency,
+		Attempt:               t.Attempt,
 	}
 	if kind == ledger.Credit {
 		l.AccountID, l.CounterpartyAccountID = t.DestinationAccountID, t.SourceAccountID
+	}
+	if kind == ledger.Refund && t.Refused != nil {
+		l.Reason, l.Detail = t.Refused.Error, t.Refused.detail()
 	}
 	return l
 }
@@ -208,6 +240,8 @@ func taskField(kind ledger.Kind, legField string) string {
 		return "currency"
 	case "Owner":
 		return "scope"
+	case "Attempt":
+		return "attempt"
 	}
 	return legField
 }
@@ -271,7 +305,7 @@ func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 	case w.kind == ledger.Debit && errors.As(err, &voided):
 		// An earlier attempt was rejected: answer with its rejection.
 		return w.rejected(ctx, task, voided.Reason, voided.Detail, "replayed"), nil
-	case w.kind == ledger.Debit && ledger.IsBusiness(err):
+	case w.kind == ledger.Debit && transfer.ClassifyFailure(ErrorType(err)) == transfer.Business:
 		name := ErrorType(err)
 		res, verr := w.poster.Void(ctx, leg, name, businessMessage(name, leg))
 		if verr != nil {
