@@ -38,7 +38,9 @@ const testTimeout = time.Minute
 // reference field): runRef calls a function that holds the execution
 // RUNNING until it is stopped or times out (an hour at time scale 1),
 // succeedRef succeeds, failRef fails without an error name. Any other
-// reference fails the execution with the reference as its error name.
+// reference fails the execution with the reference as its error name. The
+// execution of a resumed attempt (attempt > 0) always holds, so a test
+// sees the resumed run RUNNING.
 const (
 	runRef     = "run"
 	succeedRef = "succeed"
@@ -55,6 +57,7 @@ const testMachine = `{
     "Route": {
       "Type": "Choice",
       "Choices": [
+        {"Variable": "$.attempt", "NumericGreaterThan": 0, "Next": "Hold"},
         {"Variable": "$.request.reference", "StringEquals": "run", "Next": "Hold"},
         {"Variable": "$.request.reference", "StringEquals": "succeed", "Next": "Done"},
         {"Variable": "$.request.reference", "StringEquals": "fail", "Next": "FailBare"}
@@ -275,10 +278,18 @@ func (e *env) runExecution(t *testing.T, f fixture) string {
 	return arn
 }
 
-// stop aborts the transfer's running execution and waits until it closed.
-func (e *env) stop(t *testing.T, arn string) {
+// stop aborts the transfer's running execution without a cause, as
+// anything but an operator would, and waits until it closed.
+func (e *env) stop(t *testing.T, arn string) { e.stopWith(t, arn, nil) }
+
+// abort stops the execution as an operator does: with a cause.
+func (e *env) abort(t *testing.T, arn string) {
+	e.stopWith(t, arn, aws.String("ops@example.com: the customer cancelled the payment"))
+}
+
+func (e *env) stopWith(t *testing.T, arn string, cause *string) {
 	t.Helper()
-	if _, err := e.sfn.StopExecution(testContext(t), &sfn.StopExecutionInput{ExecutionArn: aws.String(arn)}); err != nil {
+	if _, err := e.sfn.StopExecution(testContext(t), &sfn.StopExecutionInput{ExecutionArn: aws.String(arn), Cause: cause}); err != nil {
 		t.Fatalf("StopExecution(%s): %v", arn, err)
 	}
 	if _, err := e.srv.Wait(testContext(t), arn); err != nil {
@@ -312,8 +323,48 @@ func (e *env) describe(t *testing.T, f fixture) (*sfn.DescribeExecutionOutput, e
 	return out, err
 }
 
-func (e *env) executionARN(f fixture) string {
-	return "arn:aws:states:" + sfnlocal.DefaultRegion + ":" + sfnlocal.DefaultAccountID + ":execution:Transfer:" + f.rec.ResourceID
+func (e *env) executionARN(f fixture) string { return e.attemptARN(f, 0) }
+
+// attemptARN is the ARN of the execution of the transfer's attempt.
+func (e *env) attemptARN(f fixture, attempt int64) string {
+	return "arn:aws:states:" + sfnlocal.DefaultRegion + ":" + sfnlocal.DefaultAccountID + ":execution:Transfer:" +
+		transfer.ExecutionName(f.rec.ResourceID, attempt)
+}
+
+// checkResumed checks that the transfer was resumed under attempt: the
+// record is RESERVED under it, in the Pending index, and that attempt's
+// execution runs with the input the orchestrator would build from the
+// record; the ledger holds entries; and a leg of the earlier attempt can
+// commit nothing.
+func (e *env) checkResumed(t *testing.T, f fixture, attempt int64, entries ...ledger.Kind) {
+	t.Helper()
+	rec := e.record(t, f)
+	if rec.Attempt != attempt || rec.Status != idempotency.StatusReserved || rec.Pending != "RESERVED" || rec.ExecutionArn != "" {
+		t.Fatalf("record = attempt %d %s (pending %q, execution %q); want attempt %d RESERVED in the Pending index",
+			rec.Attempt, rec.Status, rec.Pending, rec.ExecutionArn, attempt)
+	}
+	out, err := e.sfn.DescribeExecution(testContext(t), &sfn.DescribeExecutionInput{ExecutionArn: aws.String(e.attemptARN(f, attempt))})
+	if err != nil {
+		t.Fatalf("DescribeExecution of attempt %d: %v", attempt, err)
+	}
+	want, err := transfer.NewWorkflowInput(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToString(out.Input); got != string(want) {
+		t.Errorf("resumed execution input = %s; want the orchestrator's %s", got, want)
+	}
+	if out.Status != sfntypes.ExecutionStatusRunning {
+		t.Errorf("resumed execution is %s; want RUNNING", out.Status)
+	}
+	if got := e.entries(t, f); !reflect.DeepEqual(got, entries) {
+		t.Errorf("entries = %v; want %v", got, entries)
+	}
+	stale := f.leg(ledger.Credit)
+	stale.Attempt = attempt - 1
+	if _, err := e.ledger.Post(testContext(t), stale); !errors.Is(err, ledger.ErrFenced) {
+		t.Errorf("credit of attempt %d after the resume = %v; want ErrFenced", attempt-1, err)
+	}
 }
 
 // markInProgress moves the record RESERVED -> IN_PROGRESS as the

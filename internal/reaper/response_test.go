@@ -28,7 +28,8 @@ func TestResponseFormat(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := e.newTransfer(t, failRef, 20*time.Minute)
+			// Past its completion window: the reaper stores the outcome.
+			f := e.newTransfer(t, failRef, 2*time.Hour)
 			e.closeExecution(t, f)
 			e.markInProgress(t, f)
 			if tc.legs {

@@ -42,15 +42,15 @@ func TestSettle(t *testing.T) {
 		check func(t *testing.T, e *env, f fixture)
 	}{
 		{
-			name:      "debit only: refunded and failed reversed",
+			name:      "infrastructure failure after the debit: resumed under the next attempt",
 			reference: "LedgerUnavailable",
 			setup: func(t *testing.T, e *env, f fixture) {
 				e.closeExecution(t, f)
 				e.markInProgress(t, f)
 				e.post(t, f, debit)
 			},
-			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: "LedgerUnavailable", reversed: true},
+			want:  reaper.OutcomeResumed,
+			check: func(t *testing.T, e *env, f fixture) { e.checkResumed(t, f, 1, debit) },
 		},
 		{
 			name:      "debit and credit: completed",
@@ -64,25 +64,30 @@ func TestSettle(t *testing.T) {
 			final: &settled{status: idempotency.StatusCompleted},
 		},
 		{
-			name:      "nothing posted: failed, not reversed",
+			name:      "nothing posted, execution failed: resumed",
 			reference: failRef,
 			setup: func(t *testing.T, e *env, f fixture) {
 				e.closeExecution(t, f)
 				e.markInProgress(t, f)
 			},
-			want:  reaper.OutcomeFailed,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeExecutionFailed},
+			want:  reaper.OutcomeResumed,
+			check: func(t *testing.T, e *env, f fixture) { e.checkResumed(t, f, 1) },
 		},
 		{
-			name:      "debit and refund: failed reversed without a second refund",
+			name:      "refused credit refunded, outcome not stored: failed reversed with the refusal",
 			reference: "States.Runtime",
 			setup: func(t *testing.T, e *env, f fixture) {
 				e.closeExecution(t, f)
 				e.markInProgress(t, f)
-				e.post(t, f, debit, refund)
+				e.post(t, f, debit)
+				leg := f.leg(refund)
+				leg.Reason, leg.Detail = "AccountClosed", "Account "+f.dst+" is closed."
+				if _, err := e.ledger.Post(testContext(t), leg); err != nil {
+					t.Fatal(err)
+				}
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: "States.Runtime", reversed: true},
+			final: &settled{status: idempotency.StatusFailed, code: "AccountClosed", reversed: true},
 		},
 		{
 			name:      "execution succeeded without storing its outcome",
@@ -96,26 +101,38 @@ func TestSettle(t *testing.T) {
 			final: &settled{status: idempotency.StatusCompleted},
 		},
 		{
-			name:      "execution succeeded, nothing posted",
+			name:      "execution succeeded, nothing posted: resumed",
 			reference: succeedRef,
 			setup: func(t *testing.T, e *env, f fixture) {
 				e.closeExecution(t, f)
 				e.markInProgress(t, f)
 			},
-			want:  reaper.OutcomeFailed,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeOutcomeNotStored},
+			want:  reaper.OutcomeResumed,
+			check: func(t *testing.T, e *env, f fixture) { e.checkResumed(t, f, 1) },
 		},
 		{
-			name:      "reserved record whose execution failed before marking it",
-			reference: "DynamoDB.ProvisionedThroughputExceededException",
+			name:      "reserved record whose execution failed before marking it: resumed",
+			reference: "DynamoDB.InternalServerError",
 			setup: func(t *testing.T, e *env, f fixture) {
 				e.closeExecution(t, f)
 			},
-			want:  reaper.OutcomeFailed,
-			final: &settled{status: idempotency.StatusFailed, code: "DynamoDB.ProvisionedThroughputExceededException"},
+			want:  reaper.OutcomeResumed,
+			check: func(t *testing.T, e *env, f fixture) { e.checkResumed(t, f, 1) },
 		},
 		{
-			name:      "execution aborted after the debit",
+			name:      "aborted by an operator after the debit: refunded",
+			reference: runRef,
+			setup: func(t *testing.T, e *env, f fixture) {
+				arn := e.runExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+				e.abort(t, arn)
+			},
+			want:  reaper.OutcomeReversed,
+			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeAborted, reversed: true},
+		},
+		{
+			name:      "aborted without a cause after the debit: resumed",
 			reference: runRef,
 			setup: func(t *testing.T, e *env, f fixture) {
 				arn := e.runExecution(t, f)
@@ -123,8 +140,32 @@ func TestSettle(t *testing.T) {
 				e.post(t, f, debit)
 				e.stop(t, arn)
 			},
+			want:  reaper.OutcomeResumed,
+			check: func(t *testing.T, e *env, f fixture) { e.checkResumed(t, f, 1, debit) },
+		},
+		{
+			name:      "past the completion window, debit only: refunded, failed TimedOut",
+			reference: "LedgerUnavailable",
+			age:       2 * time.Hour,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeExecutionAborted, reversed: true},
+			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true},
+		},
+		{
+			name:      "past the completion window, debit and credit: completed",
+			reference: "LedgerUnavailable",
+			age:       2 * time.Hour,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit, credit)
+			},
+			want:  reaper.OutcomeCompleted,
+			final: &settled{status: idempotency.StatusCompleted},
 		},
 		{
 			name:      "already completed: untouched",
@@ -192,11 +233,11 @@ func TestSettle(t *testing.T) {
 			},
 		},
 		{
-			name:      "reserved without execution, old: failed NotStarted",
+			name:      "reserved without execution, past the completion window: failed TimedOut",
 			reference: runRef,
 			age:       2 * time.Hour,
 			want:      reaper.OutcomeFailed,
-			final:     &settled{status: idempotency.StatusFailed, code: reaper.CodeNotStarted},
+			final:     &settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut},
 			check: func(t *testing.T, e *env, f fixture) {
 				if st := e.executionStatus(t, f); st != "" {
 					t.Errorf("execution is %s; want none started", st)
@@ -204,7 +245,7 @@ func TestSettle(t *testing.T) {
 			},
 		},
 		{
-			name:      "in progress without execution, too old to restart: refunded",
+			name:      "in progress without execution, past the completion window: refunded",
 			reference: runRef,
 			age:       2 * time.Hour,
 			setup: func(t *testing.T, e *env, f fixture) {
@@ -212,21 +253,17 @@ func TestSettle(t *testing.T) {
 				e.post(t, f, debit)
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeExecutionNotFound, reversed: true},
+			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true},
 		},
 		{
-			name:      "in progress without execution: restarted from the record",
+			name:      "in progress, execution lost: resumed from the record",
 			reference: runRef,
 			setup: func(t *testing.T, e *env, f fixture) {
 				e.markInProgress(t, f)
 				e.post(t, f, debit)
 			},
-			want: reaper.OutcomeRestarted,
-			check: func(t *testing.T, e *env, f fixture) {
-				if st := e.executionStatus(t, f); st != "RUNNING" {
-					t.Errorf("execution is %q; want RUNNING", st)
-				}
-			},
+			want:  reaper.OutcomeResumed,
+			check: func(t *testing.T, e *env, f fixture) { e.checkResumed(t, f, 1, debit) },
 		},
 		{
 			// DescribeExecution is eventually consistent: an execution that
@@ -279,7 +316,7 @@ func TestSettle(t *testing.T) {
 				e.markReconciling(t, f)
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeTransferFenced, reversed: true},
+			final: &settled{status: idempotency.StatusFailed, code: "TransferFenced", reversed: true},
 		},
 		{
 			name:      "fenced reserved record without execution",
@@ -289,7 +326,7 @@ func TestSettle(t *testing.T) {
 				e.markReconciling(t, f)
 			},
 			want:  reaper.OutcomeFailed,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeNotStarted},
+			final: &settled{status: idempotency.StatusFailed, code: "TransferFenced"},
 		},
 	}
 	for _, tc := range tests {
@@ -370,13 +407,14 @@ func TestFenceStopsLateLegs(t *testing.T) {
 		final  settled
 	}{
 		{"late debit", nil, debit, reaper.OutcomeFailed,
-			settled{status: idempotency.StatusFailed, code: "TransferFenced"}},
+			settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut}},
 		{"late credit", []ledger.Kind{debit}, credit, reaper.OutcomeReversed,
-			settled{status: idempotency.StatusFailed, code: "TransferFenced", reversed: true}},
+			settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := e.newTransfer(t, "TransferFenced", 20*time.Minute)
+			// Past its completion window: the reaper settles it.
+			f := e.newTransfer(t, "TransferFenced", 2*time.Hour)
 			e.closeExecution(t, f)
 			e.markInProgress(t, f)
 			e.post(t, f, tc.posted...)
@@ -441,7 +479,7 @@ func TestResumeAfterStop(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := e.newTransfer(t, "LedgerUnavailable", 20*time.Minute)
+			f := e.newTransfer(t, "LedgerUnavailable", 2*time.Hour)
 			e.closeExecution(t, f)
 			e.markInProgress(t, f)
 			e.post(t, f, debit)
@@ -461,19 +499,20 @@ func TestResumeAfterStop(t *testing.T) {
 			if err != nil || got != reaper.OutcomeReversed {
 				t.Fatalf("resumed Settle = %s, %v; want %s, nil", got, err, reaper.OutcomeReversed)
 			}
-			e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: "LedgerUnavailable", reversed: true})
+			e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true})
 		})
 	}
 }
 
-// TestConcurrentReapers runs several reapers on the same transfer at
-// once, each settling it twice: the debit is refunded exactly once.
+// TestConcurrentReapers runs several reapers on the same transfer past its
+// completion window at once, each settling it twice: the debit is
+// refunded exactly once.
 func TestConcurrentReapers(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	const reapers = 4
 	for round := range 3 {
 		t.Run(fmt.Sprint("round ", round), func(t *testing.T) {
-			f := e.newTransfer(t, "LedgerUnavailable", 20*time.Minute)
+			f := e.newTransfer(t, "LedgerUnavailable", 2*time.Hour)
 			e.closeExecution(t, f)
 			e.markInProgress(t, f)
 			e.post(t, f, debit)
@@ -509,9 +548,51 @@ func TestConcurrentReapers(t *testing.T) {
 			}
 			// One refund: the source is back at exactly its opening
 			// balance.
-			e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: "LedgerUnavailable", reversed: true})
+			e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true})
 		})
 	}
+}
+
+// TestConcurrentResumes runs several reapers on the same dead execution
+// at once, each settling it twice: the transfer is resumed exactly once,
+// under attempt 1, and the others find that attempt running.
+func TestConcurrentResumes(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	const reapers = 4
+	f := e.newTransfer(t, "LedgerUnavailable", 20*time.Minute)
+	e.closeExecution(t, f)
+	e.markInProgress(t, f)
+	e.post(t, f, debit)
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		outcomes = map[reaper.Outcome]int{}
+		errs     []error
+	)
+	start := make(chan struct{})
+	for range reapers {
+		r := e.newReaper(t, nil, nil)
+		wg.Go(func() {
+			<-start
+			for range 2 {
+				got, err := r.Settle(t.Context(), f.rec.Key, f.rec.ResourceID)
+				mu.Lock()
+				outcomes[got]++
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Errorf("Settle: %v", err)
+	}
+	if outcomes[reaper.OutcomeResumed] != 1 || outcomes[reaper.OutcomeRunning] != 2*reapers-1 {
+		t.Errorf("outcomes = %v; want one %s, the rest %s", outcomes, reaper.OutcomeResumed, reaper.OutcomeRunning)
+	}
+	e.checkResumed(t, f, 1, debit)
 }
 
 // startingSFN is the real Step Functions client; after the first

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/reaper"
@@ -27,6 +29,7 @@ func TestSweep(t *testing.T) {
 		setup     func(t *testing.T, e *env, f fixture)
 		final     *settled // nil: untouched
 		started   bool     // its execution was started by the sweep
+		resumed   bool     // resumed under attempt 1 by the sweep
 	}
 	transfers := []sweptTransfer{
 		{
@@ -36,7 +39,7 @@ func TestSweep(t *testing.T) {
 				e.markInProgress(t, f)
 				e.post(t, f, debit)
 			},
-			final: &settled{status: idempotency.StatusFailed, code: "LedgerUnavailable", reversed: true},
+			resumed: true,
 		},
 		{
 			name: "stuck after the credit", reference: "TransferFenced", age: 30 * time.Minute,
@@ -48,8 +51,8 @@ func TestSweep(t *testing.T) {
 			final: &settled{status: idempotency.StatusCompleted},
 		},
 		{
-			name: "reserved, never started, too old", reference: runRef, age: 2 * time.Hour,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeNotStarted},
+			name: "reserved, never started, past the completion window", reference: runRef, age: 2 * time.Hour,
+			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut},
 		},
 		{
 			name: "reserved, never started", reference: runRef, age: 30 * time.Minute,
@@ -106,7 +109,8 @@ func TestSweep(t *testing.T) {
 		t.Fatalf("Sweep: %v", err)
 	}
 	wantOutcomes := map[reaper.Outcome]int{
-		reaper.OutcomeReversed:  2,
+		reaper.OutcomeResumed:   1,
+		reaper.OutcomeReversed:  1,
 		reaper.OutcomeCompleted: 1,
 		reaper.OutcomeFailed:    1,
 		reaper.OutcomeStarted:   1,
@@ -123,6 +127,8 @@ func TestSweep(t *testing.T) {
 			switch {
 			case tr.final != nil:
 				e.checkSettled(t, f, *tr.final)
+			case tr.resumed:
+				e.checkResumed(t, f, 1, debit)
 			case tr.started:
 				if rec := e.record(t, f); rec.Status != idempotency.StatusReserved {
 					t.Errorf("record = %s; want RESERVED", rec.Status)
@@ -135,15 +141,16 @@ func TestSweep(t *testing.T) {
 			}
 		})
 		total += e.balance(t, f.src) + e.balance(t, f.dst)
-		if tr.name == "failed but young" {
-			young = amount // its debit is still out, for a later sweep
+		if tr.name == "failed but young" || tr.resumed {
+			young += amount // its debit is still out, for its workflow or a later sweep
 		}
 	}
 	if want := int64(len(transfers))*openingBalance - young; total != want {
 		t.Errorf("total of the balances = %d; want %d", total, want)
 	}
 
-	// A second sweep finds only the transfers whose executions run.
+	// A second sweep finds only the transfers whose executions run (the
+	// resumed one is not due again before StuckAfter).
 	res, err = r.Sweep(testContext(t))
 	if err != nil {
 		t.Fatalf("second Sweep: %v", err)
@@ -185,11 +192,16 @@ func TestSweepLimit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("sweep %d: %v", i+1, err)
 		}
-		if res.Found != step.found || res.Remaining != step.remaining || res.RemainingAtLeast || res.Outcomes[reaper.OutcomeFailed] != step.found {
-			t.Errorf("sweep %d = %+v; want %d found and failed, %d remaining", i+1, res, step.found, step.remaining)
+		if res.Found != step.found || res.Remaining != step.remaining || res.RemainingAtLeast ||
+			res.Outcomes[reaper.OutcomeFailed]+res.Outcomes[reaper.OutcomeResumed] != step.found {
+			t.Errorf("sweep %d = %+v; want %d found and failed or resumed, %d remaining", i+1, res, step.found, step.remaining)
 		}
 		for _, f := range step.settledNow {
-			e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: reaper.CodeExecutionFailed})
+			if f.rec.Key == fenced.rec.Key {
+				e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: "TransferFenced"})
+				continue
+			}
+			e.checkResumed(t, f, 1)
 		}
 	}
 }
@@ -212,11 +224,11 @@ func TestSweepContinuesPastFailure(t *testing.T) {
 	if err == nil || !errors.Is(err, transfer.ErrCorruptRecord) || !strings.Contains(err.Error(), corrupt.rec.ResourceID) {
 		t.Errorf("Sweep error = %v; want the corrupt record %s", err, corrupt.rec.ResourceID)
 	}
-	if res.Found != 3 || res.Errors != 1 || res.Outcomes[reaper.OutcomeReversed] != 2 {
-		t.Errorf("Sweep = %+v; want 3 found, 1 error, 2 reversed", res)
+	if res.Found != 3 || res.Errors != 1 || res.Outcomes[reaper.OutcomeResumed] != 2 {
+		t.Errorf("Sweep = %+v; want 3 found, 1 error, 2 resumed", res)
 	}
 	for _, f := range good {
-		e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: "LedgerUnavailable", reversed: true})
+		e.checkResumed(t, f, 1, debit)
 	}
 	if rec := e.record(t, corrupt); rec.Status != idempotency.StatusReserved || rec.Pending != "RESERVED" {
 		t.Errorf("corrupt record = %s (pending %q); want it left RESERVED", rec.Status, rec.Pending)
@@ -260,7 +272,7 @@ func TestSweepDoesNotStarve(t *testing.T) {
 	behind := e.newTransfer(t, failRef, 20*time.Minute)
 	e.closeExecution(t, behind)
 	e.markInProgress(t, behind)
-	e.post(t, behind, debit)
+	e.post(t, behind, debit, credit)
 
 	now := time.Now()
 	clock := func() time.Time { return now }
@@ -273,10 +285,10 @@ func TestSweepDoesNotStarve(t *testing.T) {
 	// RECONCILING, IN_PROGRESS and RESERVED get one of the three places
 	// each; RESERVED leaves its place to RECONCILING.
 	res, err := r.Sweep(testContext(t))
-	if err == nil || res.Found != 3 || res.Errors != 2 || res.Outcomes[reaper.OutcomeReversed] != 1 {
-		t.Fatalf("first sweep = %+v, %v; want the stuck IN_PROGRESS transfer reversed and two fenced failures", res, err)
+	if err == nil || res.Found != 3 || res.Errors != 2 || res.Outcomes[reaper.OutcomeCompleted] != 1 {
+		t.Fatalf("first sweep = %+v, %v; want the stuck IN_PROGRESS transfer completed and two fenced failures", res, err)
 	}
-	e.checkSettled(t, behind, settled{status: idempotency.StatusFailed, code: reaper.CodeExecutionFailed, reversed: true})
+	e.checkSettled(t, behind, settled{status: idempotency.StatusCompleted})
 
 	// The failed records wait; the next sweep at the same time takes the
 	// one not tried yet.
@@ -300,5 +312,34 @@ func TestSweepDoesNotStarve(t *testing.T) {
 		if raw["needsAttention"] != true || raw["status"] != "RECONCILING" {
 			t.Errorf("record %s: needsAttention %v, status %v; want true, RECONCILING", f.rec.ResourceID, raw["needsAttention"], raw["status"])
 		}
+	}
+}
+
+// TestSweepReachesDueRecordsBehindDeferredOnes: a sweep reads only records
+// that are due, so however many deferred records of one status are older,
+// a newer stuck record of that status is settled by the next sweep. (A
+// sweep that read the index in creation order and filtered deferred
+// records out gave up after a page cap, and never reached it.)
+func TestSweepReachesDueRecordsBehindDeferredOnes(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	const deferred = 120
+	for range deferred {
+		e.reserve(t, []byte("{not json"), 50*time.Minute)
+	}
+	now := time.Now()
+	clock := func() time.Time { return now }
+	res, err := e.newReaper(t, nil, func(c *reaper.Config) { c.SweepLimit = 1000; c.Now = clock }).Sweep(testContext(t))
+	if err == nil || res.Errors != deferred {
+		t.Fatalf("deferring sweep = %+v, %v; want %d failures", res, err, deferred)
+	}
+
+	due := e.newTransfer(t, runRef, 20*time.Minute) // RESERVED, never started
+	r := e.newReaper(t, nil, func(c *reaper.Config) { c.SweepLimit = 3; c.Now = clock })
+	res, err = r.Sweep(testContext(t))
+	if err != nil || res.Found != 1 || res.Outcomes[reaper.OutcomeStarted] != 1 {
+		t.Fatalf("sweep = %+v, %v; want the due record found and started, no deferred record read", res, err)
+	}
+	if st := e.executionStatus(t, due); st != sfntypes.ExecutionStatusRunning {
+		t.Errorf("execution of the due record = %q; want RUNNING", st)
 	}
 }
