@@ -722,6 +722,12 @@ func TestTaskEvents(t *testing.T) {
 				t.Fatalf("fields %v, want the %s state's Payload fields %v", gotKeys, s.state, wantKeys)
 			}
 			for field, path := range tmpl {
+				if path == "$.error" {
+					// The credit's refusal as the workflow caught it: not
+					// in the input; TestStateMachineSendsTheSamples checks
+					// the sample against what the workflow sends.
+					continue
+				}
 				sameJSON(t, fmt.Sprintf("%s (%s of the workflow input)", field, path), doc[field], lookup(t, input, path))
 			}
 

@@ -94,7 +94,7 @@ func TestReserveNewKey(t *testing.T) {
 	want := idempotency.Record{
 		Key: idempotency.RecordKey("alice", "k1"), Scope: "alice", Status: idempotency.StatusReserved,
 		Fingerprint: idempotency.Fingerprint([]byte(`{"a":1}`)), ResourceID: "t-1", Request: `{"a":1}`,
-		CreatedAt: "2026-03-01T12:00:00.000Z", RetentionSeconds: 7200, Pending: "RESERVED",
+		CreatedAt: "2026-03-01T12:00:00.000Z", RetentionSeconds: 7200, Pending: "RESERVED", SweepAt: "2026-03-01T12:00:00.000Z",
 	}
 	if got != want || rec != want {
 		t.Fatalf("stored %+v\nreturned %+v\nwant %+v", got, rec, want)

@@ -56,7 +56,7 @@ func TestProjectDefinition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	input := `{"transferId":"t1","recordKey":"TRANSFER#t1","createdAt":"2026-01-02T03:04:05.000Z","retentionSeconds":86400,"scope":"iam:arn:aws:iam::123456789012:user/payments-app",
+	input := `{"transferId":"t1","recordKey":"TRANSFER#t1","createdAt":"2026-01-02T03:04:05.000Z","retentionSeconds":86400,"scope":"iam:arn:aws:iam::123456789012:user/payments-app","attempt":0,
 	  "request":{"sourceAccountId":"a","destinationAccountId":"b","amount":"10.00","currency":"EUR","reference":"rent"}}`
 	// The debit worker answers a refusal instead of failing.
 	rejected := returns(`{"rejected":{"code":"InsufficientFunds","detail":"balance too low"},"expiresAt":1767409445}`)
