@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -294,10 +295,12 @@ func (h *Harness) Quiesce(ctx context.Context) (QuiesceReport, error) {
 		if len(pending) == 0 {
 			break
 		}
-		// The sweep takes only records older than StuckAfter.
+		// The sweep takes only records whose sweepAt (creation or last
+		// resume) is older than StuckAfter.
 		youngest := time.Time{}
 		for _, r := range pending {
-			if c, err := time.Parse(idempotency.TimeFormat, r.CreatedAt); err == nil && c.After(youngest) {
+			at := cmp.Or(r.SweepAt, r.CreatedAt)
+			if c, err := time.Parse(idempotency.TimeFormat, at); err == nil && c.After(youngest) {
 				youngest = c
 			}
 		}

@@ -352,8 +352,8 @@ func legsOf(snap *chaos.Snapshot, transferID string) legs {
 	return l
 }
 
-// executions returns the transfer's executions (they are named by the
-// transfer id), whatever their status.
+// executions returns the transfer's executions, one per attempt (named
+// by the transfer id and the attempt), whatever their status.
 func (sc *scenario) executions(transferID string) []sfntypes.ExecutionListItem {
 	sc.t.Helper()
 	var out []sfntypes.ExecutionListItem
@@ -364,7 +364,7 @@ func (sc *scenario) executions(transferID string) []sfntypes.ExecutionListItem {
 			sc.t.Fatalf("list executions: %v", err)
 		}
 		for _, e := range page.Executions {
-			if aws.ToString(e.Name) == transferID {
+			if transfer.TransferIDOf(aws.ToString(e.Name)) == transferID {
 				out = append(out, e)
 			}
 		}
@@ -382,7 +382,17 @@ type outcome struct {
 	// its problem code.
 	replay     int
 	replayCode string
+	// attempts is the number of executions the transfer took (1 unless
+	// a dead execution was resumed); 0 means 1, anyAttempts any number.
+	attempts int
 }
+
+// anyAttempts: the transfer may have taken any number of executions (the
+// faults decide how many died).
+const anyAttempts = -1
+
+// resumed is o after n executions: n-1 of them died and were resumed.
+func (o outcome) resumed(n int) outcome { o.attempts = n; return o }
 
 // completed is a transfer that moved the money once.
 var completed = outcome{status: idempotency.StatusCompleted, legs: legs{Debit: 1, Credit: 1}, replay: http.StatusOK}
@@ -429,8 +439,8 @@ func (sc *scenario) expect(snap *chaos.Snapshot, key string, req transfer.Reques
 	if got := legsOf(snap, tid); got != want.legs {
 		fail("ledger has %s, want %s", got, want.legs)
 	}
-	if n := len(sc.executions(tid)); n != 1 {
-		fail("%d executions, want 1", n)
+	if n, attempts := len(sc.executions(tid)), max(want.attempts, 1); n != attempts && !(want.attempts == anyAttempts && n > 0) {
+		fail("%d executions, want %d", n, attempts)
 	}
 	e := sc.post(key, req)
 	if e.Status != want.replay || e.Code != want.replayCode || !e.Replayed || e.TransferID != tid {

@@ -140,10 +140,11 @@ func debitTimedOutAfterCommit(t *testing.T, s *suite) {
 	sc.expect(sc.check(), "s02-timedout", req, completed)
 }
 
-// executionStoppedDuringCredit proves that once an execution has closed
-// while its credit attempt is still running, the reaper fences the record
-// and refunds the debit, and the late credit that then tries to commit is
-// refused: no CREDIT, exactly one REFUND, FAILED reversed.
+// executionStoppedDuringCredit proves that once an operator has aborted
+// an execution (StopExecution with a cause) while its credit attempt is
+// still running, the reaper fences the record and refunds the debit, and
+// the late credit that then tries to commit is refused: no CREDIT,
+// exactly one REFUND, FAILED reversed with the code Aborted.
 //
 // The machine's TimeoutSeconds (TIMED_OUT) cannot close the execution
 // here: the Retry budgets are sized below its 1800 s. Even the longest
@@ -151,10 +152,8 @@ func debitTimedOutAfterCommit(t *testing.T, s *suite) {
 // on its last attempt, every Lambda attempt running to its 30 s
 // TimeoutSeconds and every backoff at its cap) takes about 1,625 s, and
 // TimeScale scales all of these alike; a credit that keeps hanging fails
-// the execution with States.Timeout instead. StopExecution (ABORTED)
-// closes the execution while the credit runs; the reaper settles an
-// ABORTED execution as it does a TIMED_OUT one (reaper.closedCause), only
-// the stored failure code differs.
+// the execution with States.Timeout instead. The operator's StopExecution
+// (ABORTED, with a cause) closes the execution while the credit runs.
 func executionStoppedDuringCredit(t *testing.T, s *suite) {
 	sc := s.begin(t, "GBP")
 	src, dst := sc.open("s03.src", 1000), sc.open("s03.dst", 0)
@@ -169,7 +168,8 @@ func executionStoppedDuringCredit(t *testing.T, s *suite) {
 	req := sc.request(src, dst, 300)
 	tid := sc.accept("s03-stopped", req)
 	sc.waitCount(fault.CountLambdaDetach, 1)
-	if _, err := sc.h.SFN.StopExecution(sc.ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(sc.h.ExecutionARN(tid))}); err != nil {
+	if _, err := sc.h.SFN.StopExecution(sc.ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(sc.h.ExecutionARN(tid)),
+		Error: aws.String("Aborted"), Cause: aws.String("ops@example.com: the payer withdrew the payment")}); err != nil {
 		t.Fatalf("stop the execution of %s: %v", tid, err)
 	}
 	if exec := sc.waitExecution(tid); exec.Status != sfntypes.ExecutionStatusAborted {
@@ -187,7 +187,7 @@ func executionStoppedDuringCredit(t *testing.T, s *suite) {
 	}
 
 	sc.rest()
-	sc.expect(sc.check(), "s03-stopped", req, reversed("ExecutionAborted", "transfer_failed"))
+	sc.expect(sc.check(), "s03-stopped", req, reversed("Aborted", "transfer_failed"))
 }
 
 // creditFailsPermanently proves the workflow's own reversal: a credit to
@@ -237,7 +237,7 @@ func markCompletedFailed(t *testing.T, s *suite) {
 
 // lostStatusEvent proves that a failed execution whose status change
 // event is lost leaves the transfer pending, with its debit held, until
-// the sweep, and that the sweep then refunds it.
+// the sweep, and that the sweep then resumes it: it completes.
 func lostStatusEvent(t *testing.T, s *suite) {
 	sc := s.begin(t, "SEK")
 	src, dst := sc.open("s06.src", 1000), sc.open("s06.dst", 0)
@@ -267,12 +267,12 @@ func lostStatusEvent(t *testing.T, s *suite) {
 	if rep.Sweeps == 0 {
 		t.Errorf("settled without a sweep")
 	}
-	sc.expect(sc.check(), "s06-lost", req, reversed(crash, "transfer_failed"))
+	sc.expect(sc.check(), "s06-lost", req, completed.resumed(2))
 }
 
 // duplicatedStatusEvent proves that a status change event delivered twice
-// is settled once: one REFUND, one settlement, no reaper error and nothing
-// sent to a failure destination.
+// resumes the transfer once: two executions, the transfer completed, no
+// reaper error and nothing sent to a failure destination.
 func duplicatedStatusEvent(t *testing.T, s *suite) {
 	sc := s.begin(t, "NOK")
 	src, dst := sc.open("s07.src", 1000), sc.open("s07.dst", 0)
@@ -291,8 +291,8 @@ func duplicatedStatusEvent(t *testing.T, s *suite) {
 	if n := len(sc.logs.reaperLines(tid, "execution closed", 0)); n != 2 {
 		t.Errorf("the reaper took the status change %d times, want 2", n)
 	}
-	if n := len(sc.logs.reaperLines(tid, "transfer settled", 0)); n != 1 {
-		t.Errorf("the reaper settled the transfer %d times, want 1", n)
+	if n := len(sc.logs.reaperLines(tid, "transfer resumed under a new attempt", 0)); n != 1 {
+		t.Errorf("the reaper resumed the transfer %d times, want 1", n)
 	}
 	for _, l := range sc.logs.reaperLines(tid, "", errorLevel) {
 		t.Errorf("reaper error: %s", l)
@@ -300,13 +300,14 @@ func duplicatedStatusEvent(t *testing.T, s *suite) {
 	for _, f := range sc.newFailedInvocations() {
 		t.Errorf("failed invocation: %s of %s after %d attempts: %v", f.Kind, f.Function, f.Attempts, f.Err)
 	}
-	sc.expect(sc.check(), "s07-twice", req, reversed(crash, "transfer_failed"))
+	sc.expect(sc.check(), "s07-twice", req, completed.resumed(2))
 }
 
-// reaperStopsAfterFence proves that a reaper that fenced the record and
-// then failed to post the refund (its TransactWriteItems never reached
-// DynamoDB) leaves the transfer RECONCILING, and that Lambda's retry of
-// the invocation finishes it: exactly one REFUND, FAILED reversed.
+// reaperStopsAfterFence proves that a reaper that fenced the record of an
+// aborted transfer and then failed to post the refund (its
+// TransactWriteItems never reached DynamoDB) leaves the transfer
+// RECONCILING, and that Lambda's retry of the invocation finishes it:
+// exactly one REFUND, FAILED reversed.
 func reaperStopsAfterFence(t *testing.T, s *suite) {
 	// The reaper tries a transient ledger failure 4 times (reaper.retry)
 	// before it returns the error; the injected error is not one the SDK
@@ -314,12 +315,17 @@ func reaperStopsAfterFence(t *testing.T, s *suite) {
 	const reaperTries = 4
 	sc := s.begin(t, "DKK")
 	src, dst := sc.open("s08.src", 1000), sc.open("s08.dst", 0)
-	sc.in.Lambda(fault.LambdaFault{Function: creditFunction, Kind: fault.Fail, Error: crash, Times: 1, Match: fromSource(src)})
+	sc.in.Lambda(fault.LambdaFault{Function: creditFunction, Kind: fault.Hang, Match: fromSource(src)})
 	sc.in.SDK(fault.SDKFault{Service: "DynamoDB", Operation: "TransactWriteItems", When: fault.Before, Times: reaperTries,
 		Err: errInjected, Match: refundPut(src)})
 
 	req := sc.request(src, dst, 900)
 	tid := sc.accept("s08-crash", req)
+	sc.waitCount(fault.CountLambdaHang, 1)
+	if _, err := sc.h.SFN.StopExecution(sc.ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(sc.h.ExecutionARN(tid)),
+		Cause: aws.String("ops@example.com: reversed on request")}); err != nil {
+		t.Fatalf("stop the execution of %s: %v", tid, err)
+	}
 	sc.waitSettled("s08-crash")
 	sc.drain()
 	if n := sc.in.Counts()[fault.CountSDKBefore]; n != reaperTries {
@@ -333,7 +339,7 @@ func reaperStopsAfterFence(t *testing.T, s *suite) {
 	for _, f := range sc.newFailedInvocations() {
 		t.Errorf("failed invocation: %s of %s after %d attempts: %v", f.Kind, f.Function, f.Attempts, f.Err)
 	}
-	sc.expect(sc.check(), "s08-crash", req, reversed(crash, "transfer_failed"))
+	sc.expect(sc.check(), "s08-crash", req, reversed("Aborted", "transfer_failed"))
 }
 
 // TestContention runs the contention scenario on a stack of its own,

@@ -14,7 +14,8 @@ const dynamoDBTargetPrefix = "DynamoDB_20120810."
 // IntegrationFault is a fault applied to the requests of the Step Functions
 // endpoint's direct DynamoDB integrations (arn:aws:states:::dynamodb:*),
 // which do not go through the SDK. The task then fails as Step Functions
-// reports a client-side failure: DynamoDB.AmazonDynamoDBException.
+// reports a client-side failure: DynamoDB.AmazonDynamoDBException; or, with
+// ServerError, as it reports DynamoDB's own 500: DynamoDB.InternalServerError.
 type IntegrationFault struct {
 	// Operation is the DynamoDB operation ("UpdateItem", ...); "" is any.
 	Operation string
@@ -24,7 +25,13 @@ type IntegrationFault struct {
 	Prob  float64
 	// Match, when set, filters requests by their JSON body.
 	Match func(body []byte) bool
+	// ServerError answers HTTP 500 with DynamoDB's InternalServerError
+	// document instead of failing the connection.
+	ServerError bool
 }
+
+// internalServerError is the body DynamoDB answers a 500 with.
+const internalServerError = `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}`
 
 // Integration arms an integration fault.
 func (in *Injector) Integration(f IntegrationFault) {
@@ -85,6 +92,17 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+	}
+	if f.ServerError {
+		return &http.Response{
+			StatusCode: http.StatusInternalServerError,
+			Status:     "500 Internal Server Error",
+			Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+			Body:          io.NopCloser(strings.NewReader(internalServerError)),
+			ContentLength: int64(len(internalServerError)),
+			Request:       req,
+		}, nil
 	}
 	return nil, connectionReset(name + " DynamoDB." + op)
 }
