@@ -64,13 +64,18 @@ const (
 	Replay = "replay"
 	// Orphan: every ledger entry belongs to a recorded transfer.
 	Orphan = "orphan"
+	// Completion: a FAILED transfer carries a final code only (a business
+	// refusal, an operator's abort, or the end of its completion window:
+	// transfer.IsFinal), never an infrastructure fault's.
+	Completion = "completion"
 )
 
-var invariantOrder = map[string]int{Conservation: 0, Balance: 1, Terminal: 2, Replay: 3, Orphan: 4}
+var invariantOrder = map[string]int{Conservation: 0, Balance: 1, Terminal: 2, Replay: 3, Orphan: 4, Completion: 5}
 
 // Violation is one broken invariant.
 type Violation struct {
-	// Invariant is one of Conservation, Balance, Terminal, Replay, Orphan.
+	// Invariant is one of Conservation, Balance, Terminal, Replay, Orphan,
+	// Completion.
 	Invariant string
 	// TransferID and AccountID name what is wrong; either may be empty.
 	TransferID string
@@ -141,6 +146,8 @@ type ledgerItem struct {
 	AccountID string `dynamodbav:"accountId"`
 	Currency  string `dynamodbav:"currency"`
 	Balance   int64  `dynamodbav:"balance"`
+	Held      int64  `dynamodbav:"held"`
+	Ceiling   int64  `dynamodbav:"ceiling"`
 	Status    string `dynamodbav:"status"`
 	Version   int64  `dynamodbav:"version"`
 	// Entry attributes.
@@ -177,6 +184,8 @@ type account struct {
 	id       string
 	currency string
 	balance  int64
+	held     int64
+	ceiling  int64
 	version  int64
 	found    bool
 	entries  []Entry
@@ -216,6 +225,7 @@ func ReadSnapshot(ctx context.Context, db DynamoDBScanAPI, ledgerTable, idempote
 		case it.SK == accountSK:
 			a := acct(id)
 			a.found, a.currency, a.balance, a.version = true, it.Currency, it.Balance, it.Version
+			a.held, a.ceiling = it.Held, it.Ceiling
 		case strings.HasPrefix(it.SK, legPrefix):
 			e := Entry{AccountID: id, TransferID: it.TransferID, Leg: ledger.Kind(it.Leg), Amount: it.Amount,
 				Currency: it.Currency, CounterpartyAccountID: it.CounterpartyAccountID, Voided: it.Voided}
@@ -245,6 +255,17 @@ func ReadSnapshot(ctx context.Context, db DynamoDBScanAPI, ledgerTable, idempote
 		return nil, fmt.Errorf("read idempotency table %s: %w", idempotencyTable, err)
 	}
 	return s, nil
+}
+
+// hasLeg reports whether the transfer has a posted (not voided) entry of
+// kind.
+func (s *Snapshot) hasLeg(transferID string, kind ledger.Kind) bool {
+	for _, e := range s.ByTransfer[transferID] {
+		if e.Leg == kind && !e.Voided {
+			return true
+		}
+	}
+	return false
 }
 
 // Entries returns the entries of a transfer, voided ones included, sorted
@@ -367,6 +388,20 @@ func (s *Snapshot) Check(opening map[string]Opening) Report {
 			add(Violation{Invariant: Balance, AccountID: id,
 				Message: fmt.Sprintf("version %d, but the account has %d entries", a.version, postings)})
 		}
+		// Held: the account's debits neither credited nor refunded.
+		var inFlight int64
+		for _, e := range a.entries {
+			if e.Voided || e.Leg != ledger.Debit {
+				continue
+			}
+			if !s.hasLeg(e.TransferID, ledger.Credit) && !s.hasLeg(e.TransferID, ledger.Refund) {
+				inFlight -= e.Amount
+			}
+		}
+		if a.held != inFlight || a.ceiling != a.balance+a.held {
+			add(Violation{Invariant: Balance, AccountID: id,
+				Message: fmt.Sprintf("held %d and ceiling %d, but its debits in flight are %d and balance + held is %d", a.held, a.ceiling, inFlight, a.balance+a.held)})
+		}
 	}
 
 	// Records: terminal, and their answers agree with the ledger.
@@ -384,6 +419,10 @@ func (s *Snapshot) Check(opening map[string]Opening) Report {
 			var t transfer.Transfer
 			if json.Unmarshal([]byte(rec.Response), &t) == nil && t.Failure != nil {
 				code := t.Failure.Code
+				if !transfer.IsFinal(code) {
+					add(Violation{Invariant: Completion, TransferID: rec.ResourceID, RecordKey: rec.Key,
+						Message: fmt.Sprintf("FAILED with %s, an infrastructure fault: it must have delayed the transfer, not failed it", code)})
+				}
 				if t.Failure.Reversed {
 					code += "/reversed"
 				}

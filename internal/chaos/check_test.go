@@ -27,7 +27,7 @@ type item struct {
 func account(id, currency string, balance, version int64) item {
 	return item{ledger: true, attrs: map[string]any{
 		"pk": "ACCOUNT#" + id, "sk": "ACCOUNT", "accountId": id, "currency": currency,
-		"balance": balance, "status": "OPEN", "createdAt": "2026-01-01T00:00:00.000Z", "version": version,
+		"balance": balance, "status": "OPEN", "createdAt": "2026-01-01T00:00:00.000Z", "version": version, "held": 0, "ceiling": balance,
 	}}
 }
 
@@ -192,7 +192,7 @@ func TestCheck(t *testing.T) {
 					record(t, "t1", "A", "B", 100, completed),
 				}
 			},
-			want: []string{"conservation /", "replay t1/"},
+			want: []string{"conservation /", "balance /A", "replay t1/"},
 		},
 		{
 			name: "failed with its debit kept",
@@ -203,7 +203,30 @@ func TestCheck(t *testing.T) {
 					record(t, "t1", "A", "B", 100, rejected),
 				}
 			},
-			want: []string{"conservation /", "replay t1/"},
+			want: []string{"conservation /", "balance /A", "replay t1/"},
+		},
+		{
+			name: "failed for an infrastructure fault",
+			items: func(t *testing.T) []item {
+				return []item{
+					account("A", "EUR", 1000, 2), account("B", "EUR", 1000, 0),
+					entry("A", "t1", "DEBIT", -100, "B"), entry("A", "t1", "REFUND", 100, "B"),
+					record(t, "t1", "A", "B", 100, outcome{status: "FAILED", response: true,
+						failure: &transfer.Failure{Code: "LedgerUnavailable", Reversed: true}}),
+				}
+			},
+			want: []string{"completion t1/"},
+		},
+		{
+			name: "a debit in flight not held",
+			items: func(t *testing.T) []item {
+				return []item{
+					account("A", "EUR", 900, 1), account("B", "EUR", 1000, 0),
+					entry("A", "t1", "DEBIT", -100, "B"),
+					record(t, "t1", "A", "B", 100, inProgress),
+				}
+			},
+			want: []string{"conservation /", "balance /A", "terminal t1/"},
 		},
 		{
 			name: "failed not reversed although refunded",
