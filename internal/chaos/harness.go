@@ -74,6 +74,8 @@ type Harness struct {
 
 	faults    *fault.Injector
 	sharedDDB bool
+	// options start the stack again (Restart).
+	options stack.Options
 }
 
 // Start starts the stack in-process and its clients. Close stops it.
@@ -93,7 +95,7 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: start the local stack: %w", err)
 	}
-	h := &Harness{Stack: st, Opening: map[string]Opening{}, StuckAfter: stuck, faults: opts.Faults, sharedDDB: opts.DynamoDBEndpoint != ""}
+	h := &Harness{Stack: st, Opening: map[string]Opening{}, StuckAfter: stuck, faults: opts.Faults, sharedDDB: opts.DynamoDBEndpoint != "", options: so}
 	if err := h.init(ctx); err != nil {
 		return nil, errors.Join(err, h.Close(context.Background()))
 	}
@@ -156,6 +158,31 @@ func (h *Harness) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Restart stops the stack at once, as a crash of the whole runtime does:
+// its running executions and invocations are lost, nothing is drained or
+// settled. down runs while the stack is down; then the stack starts again
+// on the same tables, with the same options. It needs a DynamoDB Local
+// that outlives the stack (Options.DynamoDBEndpoint).
+func (h *Harness) Restart(ctx context.Context, down func()) error {
+	if !h.sharedDDB {
+		return errors.New("chaos: restart: the stack's DynamoDB Local would stop with it; start it with Options.DynamoDBEndpoint")
+	}
+	crashed, cancel := context.WithCancel(context.Background())
+	cancel() // no grace: running executions are aborted at once
+	// What a crash leaves unfinished fails (aborted executions, cancelled
+	// invocations): that is the point, not an error of the restart.
+	_ = h.Stack.Close(crashed)
+	if down != nil {
+		down()
+	}
+	st, err := stack.Start(ctx, h.options)
+	if err != nil {
+		return fmt.Errorf("chaos: restart the local stack: %w", err)
+	}
+	h.Stack = st
+	return h.init(ctx)
 }
 
 // OpenAccount opens an account of caller (see Scope) and adds it to

@@ -57,14 +57,16 @@ func (sc *scenario) pause(d time.Duration) {
 
 // dynamoDBFrozen: every DynamoDB call answers 500 InternalServerError for
 // 30 s (the functions' SDK calls and the workflow's own DynamoDB tasks),
-// starting once the first debit has committed. Meanwhile a new request is
-// refused 503 with Retry-After and nothing is stored; its retry after the
-// outage is accepted. Every transfer completes.
+// starting once every transfer has its debit and its credit under way (the
+// first attempt of each credit hangs to its timeout). Meanwhile a new
+// request is refused 503 with Retry-After and nothing is stored; its retry
+// after the outage is accepted. Every transfer completes.
 func dynamoDBFrozen(t *testing.T, s *suite) {
+	const n = 4
 	sc := s.begin(t, "AUD")
-	keys, reqs := sc.acceptMany("r1", 4)
-	first, _ := sc.record(keys[0])
-	sc.waitFor("a debit to commit", func() bool { return legsOf(sc.snapshot(), first.ResourceID).Debit == 1 })
+	sc.in.Lambda(fault.LambdaFault{Function: creditFunction, Kind: fault.Hang, Times: n})
+	keys, reqs := sc.acceptMany("r1", n)
+	sc.waitCount(fault.CountLambdaHang, n)
 
 	sc.in.SDK(fault.SDKFault{Service: "DynamoDB", Err: &smithy.GenericAPIError{Code: "InternalServerError", Message: "injected outage", Fault: smithy.FaultServer}})
 	sc.in.Integration(fault.IntegrationFault{ServerError: true})
@@ -78,7 +80,7 @@ func dynamoDBFrozen(t *testing.T, s *suite) {
 	sc.pause(30 * time.Second)
 	counts := sc.in.Counts()
 	sc.in.Reset()
-	if counts[fault.CountSDKBefore] == 0 || counts[fault.CountIntegrationBefore] == 0 {
+	if counts[fault.CountSDKBefore] < n || counts[fault.CountIntegrationBefore] == 0 {
 		t.Fatalf("the outage touched nothing: %v", counts)
 	}
 	sc.accept("r1-late", late)

@@ -27,7 +27,8 @@ import (
 // clock past every settled record's expiry, deletes the settled records
 // and none of the pending ones: a RESERVED, an IN_PROGRESS and a
 // RECONCILING record carry no expiresAt and survive; and that each of
-// those transfers then settles exactly once (the reserved one completes).
+// those transfers then settles exactly once (the reserved and the
+// in-progress ones complete, the aborted one is reversed).
 //
 // The stack's emulator runs on the wall clock (stack.Options has no clock
 // to set), so the test runs a ttl.Emulator of its own over the idempotency
@@ -66,17 +67,22 @@ func ttlDeletesOnlySettled(t *testing.T, s *suite) {
 		t.Fatalf("execution %s, want FAILED", exec.Status)
 	}
 
-	// RECONCILING: the credit crashes after the debit, the event is lost,
-	// and the reaper (invoked with the event, as its rule would) fences
-	// the record but cannot post the refund.
-	sc.in.Lambda(fault.LambdaFault{Function: creditFunction, Kind: fault.Fail, Error: crash, Times: 1, Match: fromSource(reconcilingSrc)})
-	sc.in.Event(fault.EventFault{Kind: fault.Drop, Times: 1, Match: statusEvent(string(sfntypes.ExecutionStatusFailed), reconcilingSrc)})
+	// RECONCILING: an operator aborts the transfer while its credit
+	// hangs, the event is lost, and the reaper (invoked with the event, as
+	// its rule would) fences the record but cannot post the refund.
+	sc.in.Lambda(fault.LambdaFault{Function: creditFunction, Kind: fault.Hang, Match: fromSource(reconcilingSrc)})
+	sc.in.Event(fault.EventFault{Kind: fault.Drop, Times: 1, Match: statusEvent(string(sfntypes.ExecutionStatusAborted), reconcilingSrc)})
 	sc.in.SDK(fault.SDKFault{Service: "DynamoDB", Operation: "TransactWriteItems", When: fault.Before, Err: errInjected, Match: refundPut(reconcilingSrc)})
 	reconcilingReq := sc.request(reconcilingSrc, dst, 400)
 	reconcilingID := sc.accept("s10-reconciling", reconcilingReq)
+	sc.waitCount(fault.CountLambdaHang, 1)
+	if _, err := sc.h.SFN.StopExecution(sc.ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(sc.h.ExecutionARN(reconcilingID)),
+		Cause: aws.String("ops@example.com: reversed on request")}); err != nil {
+		t.Fatalf("stop the execution of %s: %v", reconcilingID, err)
+	}
 	exec := sc.waitExecution(reconcilingID)
-	if exec.Status != sfntypes.ExecutionStatusFailed {
-		t.Fatalf("execution %s, want FAILED", exec.Status)
+	if exec.Status != sfntypes.ExecutionStatusAborted {
+		t.Fatalf("execution %s, want ABORTED", exec.Status)
 	}
 	sc.drain()
 	_, fnErr, err := sc.h.Stack.Functions.InvokeFunction(sc.ctx, reaperFunction, sc.statusChangeEvent(exec))
@@ -157,9 +163,8 @@ func ttlDeletesOnlySettled(t *testing.T, s *suite) {
 		t.Errorf("invariant broken: %s\n%s", v, sc.history(snap, v.TransferID))
 	}
 	sc.expect(snap, "s10-reserved", reservedReq, completed)
-	sc.expect(snap, "s10-inprogress", inProgressReq, outcome{status: idempotency.StatusFailed, code: crash,
-		replay: http.StatusUnprocessableEntity, replayCode: "transfer_failed"})
-	sc.expect(snap, "s10-reconciling", reconcilingReq, reversed(crash, "transfer_failed"))
+	sc.expect(snap, "s10-inprogress", inProgressReq, completed.resumed(2))
+	sc.expect(snap, "s10-reconciling", reconcilingReq, reversed("Aborted", "transfer_failed"))
 }
 
 // startOf matches a StartExecution whose input moves money from account.
