@@ -20,6 +20,7 @@ import (
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
 	"github.com/exactlyonce/transfers/internal/local/fault"
+	"github.com/exactlyonce/transfers/internal/percentile"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -107,6 +108,7 @@ func TestChaos(t *testing.T) {
 	elapsed := time.Since(start)
 	counts := inj.Counts()
 	inj.Reset()
+	faultsStopped := time.Now()
 
 	// What the faults left at 503 is retried now, as a client would.
 	for _, p := range r.unanswered() {
@@ -125,6 +127,14 @@ func TestChaos(t *testing.T) {
 		q.Elapsed.Round(time.Millisecond), q.Sweeps, q.SweepErrors, len(q.FailedInvocations), q.Expired)
 	if verr == nil {
 		t.Logf("chaos: %s; %d replays, %d mismatches", v.Report.Summary(), v.Replays, len(v.Mismatches))
+		late := chaos.SettledAfter(v.Snapshot, faultsStopped)
+		t.Logf("chaos: settled after the faults stopped: %d transfers; time from the faults' stop to their settlement p50 %v, p99 %v, max %v",
+			len(late), percentile.Of(late, 500), percentile.Of(late, 990), percentile.Of(late, 1000))
+		// Faults that stop well inside the completion window never
+		// leave a transfer to time out.
+		if n := v.Report.Failures[transfer.CodeTimedOut] + v.Report.Failures[transfer.CodeTimedOut+"/reversed"]; n > 0 {
+			t.Errorf("seed %d: %d transfers failed TimedOut although the faults stopped well inside the completion window", seed, n)
+		}
 	}
 
 	for _, p := range r.problems() {

@@ -25,6 +25,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -255,6 +256,29 @@ func ReadSnapshot(ctx context.Context, db DynamoDBScanAPI, ledgerTable, idempote
 		return nil, fmt.Errorf("read idempotency table %s: %w", idempotencyTable, err)
 	}
 	return s, nil
+}
+
+// SettledAfter returns, sorted, how long after since each transfer whose
+// record settled after since took to settle (its stored settledAt less
+// since).
+func SettledAfter(s *Snapshot, since time.Time) []time.Duration {
+	var out []time.Duration
+	for _, rec := range s.Records {
+		if !rec.Status.Terminal() {
+			continue
+		}
+		var t transfer.Transfer
+		if json.Unmarshal([]byte(rec.Response), &t) != nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, t.SettledAt)
+		if err != nil || !at.After(since) {
+			continue
+		}
+		out = append(out, at.Sub(since))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // hasLeg reports whether the transfer has a posted (not voided) entry of
