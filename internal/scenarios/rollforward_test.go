@@ -3,10 +3,13 @@
 package scenarios
 
 import (
+	"bytes"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/exactlyonce/transfers/internal/local/fault"
@@ -26,6 +29,7 @@ func TestRollForward(t *testing.T) {
 		{"DynamoDB fails every call for 30 s", dynamoDBFrozen},
 		{"every Lambda fails with a service error for 20 s", lambdasFailing},
 		{"the credit times out until its retries run out", creditTimesOut},
+		{"MarkCompleted meets DynamoDB 500s", markCompletedServerErrors},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
 	}
@@ -80,7 +84,7 @@ func dynamoDBFrozen(t *testing.T, s *suite) {
 	sc.pause(30 * time.Second)
 	counts := sc.in.Counts()
 	sc.in.Reset()
-	if counts[fault.CountSDKBefore] < n || counts[fault.CountIntegrationBefore] == 0 {
+	if counts[fault.CountSDKBefore] < n {
 		t.Fatalf("the outage touched nothing: %v", counts)
 	}
 	sc.accept("r1-late", late)
@@ -136,4 +140,29 @@ func creditTimesOut(t *testing.T, s *suite) {
 
 	sc.rest()
 	sc.expect(sc.check(), "r3-timeout", req, completed.resumed(2))
+}
+
+// markCompletedServerErrors: the workflow's MarkCompleted meets
+// DynamoDB's 500 (DynamoDB.InternalServerError) five times, fewer than its
+// Retry allows: the workflow itself carries the transfer through, one
+// execution SUCCEEDED, COMPLETED.
+func markCompletedServerErrors(t *testing.T, s *suite) {
+	const failures = 5 // MarkCompleted's Retry: MaxAttempts 8
+	sc := s.begin(t, "PLN")
+	src, dst := sc.open("r4.src", 1000), sc.open("r4.dst", 0)
+	sc.in.Integration(fault.IntegrationFault{Operation: "UpdateItem", ServerError: true, Times: failures, Match: func(body []byte) bool {
+		return bytes.Contains(body, []byte("COMPLETED")) && bytes.Contains(body, []byte(src))
+	}})
+
+	req := sc.request(src, dst, 500)
+	tid := sc.accept("r4-mark", req)
+	if exec := sc.waitExecution(tid); exec.Status != sfntypes.ExecutionStatusSucceeded {
+		t.Errorf("execution %s (%s), want SUCCEEDED: the workflow retries DynamoDB.InternalServerError", exec.Status, aws.ToString(exec.Error))
+	}
+	if n := sc.in.Counts()[fault.CountIntegrationBefore]; n != failures {
+		t.Errorf("MarkCompleted attempts answered 500: %d, want %d", n, failures)
+	}
+
+	sc.rest()
+	sc.expect(sc.check(), "r4-mark", req, completed)
 }
