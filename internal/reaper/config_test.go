@@ -30,16 +30,19 @@ func TestConfigFromEnv(t *testing.T) {
 		wantErr    bool
 		stuckAfter time.Duration
 		grace      time.Duration
+		window     time.Duration
 	}{
-		{"defaults", full, false, 0, 0},
-		{"stuck after", with("STUCK_AFTER_SECONDS", "30"), false, 30 * time.Second, 0},
-		{"grace", with("NOT_FOUND_GRACE_SECONDS", "5"), false, 0, 5 * time.Second},
-		{"missing table", with("IDEMPOTENCY_TABLE", ""), true, 0, 0},
-		{"missing ledger table", with("LEDGER_TABLE", ""), true, 0, 0},
-		{"missing state machine", with("STATE_MACHINE_ARN", ""), true, 0, 0},
-		{"stuck after zero", with("STUCK_AFTER_SECONDS", "0"), true, 0, 0},
-		{"stuck after not a number", with("STUCK_AFTER_SECONDS", "15m"), true, 0, 0},
-		{"grace negative", with("NOT_FOUND_GRACE_SECONDS", "-1"), true, 0, 0},
+		{"defaults", full, false, 0, 0, 0},
+		{"stuck after", with("STUCK_AFTER_SECONDS", "30"), false, 30 * time.Second, 0, 0},
+		{"grace", with("NOT_FOUND_GRACE_SECONDS", "5"), false, 0, 5 * time.Second, 0},
+		{"completion window", with("COMPLETE_WITHIN_SECONDS", "7200"), false, 0, 0, 2 * time.Hour},
+		{"missing table", with("IDEMPOTENCY_TABLE", ""), true, 0, 0, 0},
+		{"missing ledger table", with("LEDGER_TABLE", ""), true, 0, 0, 0},
+		{"missing state machine", with("STATE_MACHINE_ARN", ""), true, 0, 0, 0},
+		{"stuck after zero", with("STUCK_AFTER_SECONDS", "0"), true, 0, 0, 0},
+		{"stuck after not a number", with("STUCK_AFTER_SECONDS", "15m"), true, 0, 0, 0},
+		{"grace negative", with("NOT_FOUND_GRACE_SECONDS", "-1"), true, 0, 0, 0},
+		{"completion window zero", with("COMPLETE_WITHIN_SECONDS", "0"), true, 0, 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,9 +53,11 @@ func TestConfigFromEnv(t *testing.T) {
 			if err != nil {
 				return
 			}
-			want := reaper.Config{IdempotencyTable: "idem", LedgerTable: "ledger", StateMachineARN: full["STATE_MACHINE_ARN"], StuckAfter: tc.stuckAfter, NotFoundGrace: tc.grace}
+			want := reaper.Config{IdempotencyTable: "idem", LedgerTable: "ledger", StateMachineARN: full["STATE_MACHINE_ARN"], StuckAfter: tc.stuckAfter,
+				NotFoundGrace: tc.grace, CompleteWithin: tc.window}
 			if cfg.IdempotencyTable != want.IdempotencyTable || cfg.LedgerTable != want.LedgerTable ||
-				cfg.StateMachineARN != want.StateMachineARN || cfg.StuckAfter != want.StuckAfter || cfg.NotFoundGrace != want.NotFoundGrace {
+				cfg.StateMachineARN != want.StateMachineARN || cfg.StuckAfter != want.StuckAfter || cfg.NotFoundGrace != want.NotFoundGrace ||
+				cfg.CompleteWithin != want.CompleteWithin {
 				t.Errorf("ConfigFromEnv = %+v; want %+v", cfg, want)
 			}
 		})
