@@ -182,6 +182,7 @@ func (h *Handler) answer(rec idempotency.Record, base string, replayed bool) eve
 	if err != nil {
 		return problemResponse(problemFor(err), base+"/transfers/"+rec.ResourceID, nil)
 	}
+	t = present(t)
 	location := base + "/transfers/" + rec.ResourceID
 	headers := map[string]string{"Location": location}
 	if replayed {
@@ -213,5 +214,5 @@ func (h *Handler) getTransfer(ctx context.Context, scope string, req events.APIG
 	if err != nil {
 		return problemResponse(problemFor(err), req.Path, nil)
 	}
-	return jsonResponse(http.StatusOK, t, nil)
+	return jsonResponse(http.StatusOK, present(t), nil)
 }
