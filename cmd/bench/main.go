@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
 	"github.com/exactlyonce/transfers/internal/bench"
 	"github.com/exactlyonce/transfers/internal/bench/e2e"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
@@ -66,7 +68,7 @@ func run(cell time.Duration, rounds int, out, cpuprofile string) (failed int, er
 		prof = f
 	}
 	probe := e2e.NewProbe()
-	st, err := stack.Start(ctx, probe.Options(stack.Options{}))
+	st, err := stack.Start(ctx, probe.Options(stack.Options{APIOptions: []func(*middleware.Stack) error{countGetItems}}))
 	if err != nil {
 		return 0, err
 	}
