@@ -36,6 +36,9 @@ type EntryPage struct {
 var (
 	errLimit  = errors.New("limit must be a whole number from 1 to 100, sent once")
 	errCursor = errors.New("cursor is not one this list gave")
+	// errNoCursors reports a handler configured without a cursor key:
+	// lists fail closed (503) rather than hand out unsigned cursors.
+	errNoCursors = errors.New("the lists have no cursor key")
 )
 
 // Fields of the positions sealed in cursors.
@@ -49,6 +52,9 @@ const (
 // pageQuery reads limit and cursor from the query string: the page size
 // and the position sealed for list, nil for the first page.
 func (h *Handler) pageQuery(req events.APIGatewayProxyRequest, list string, fields ...string) (int, map[string]string, error) {
+	if h.cfg.Cursors == nil {
+		return 0, nil, errNoCursors
+	}
 	limit := DefaultPageSize
 	if vs := query(req, "limit"); len(vs) > 0 {
 		n, err := strconv.Atoi(vs[0])

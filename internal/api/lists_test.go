@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -163,5 +164,22 @@ func TestListEntriesOwnerOnly(t *testing.T) {
 		if p := problemOf(t, resp); resp.StatusCode != http.StatusNotFound || p.Code != api.CodeNotFound {
 			t.Fatalf("%s: status %d problem %+v", c, resp.StatusCode, p)
 		}
+	}
+}
+
+// A handler configured without a cursor key fails its lists closed, with
+// 503, rather than hand out cursors nobody signed.
+func TestListsWithoutACursorKey(t *testing.T) {
+	e := newEnv(t)
+	h := api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: true}, e.store, e.sfn, e.ledger,
+		func() string { return "transfer-x" }, slog.New(slog.DiscardHandler))
+	req := list(alice, "/transfers", "/transfers", nil, nil)
+	resp, err := h.Handle(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conforms(t, req, resp)
+	if p := problemOf(t, resp); resp.StatusCode != http.StatusServiceUnavailable || p.Code != api.CodeUnavailable {
+		t.Fatalf("status %d problem %+v", resp.StatusCode, p)
 	}
 }
