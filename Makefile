@@ -13,10 +13,11 @@ CFN_LINT_VERSION := 1.58.0
 LINT_VENV := .tools/lint
 CFN_LINT_SERVERLESS_VERSION := 0.3.6
 CHECKOV_VERSION := 3.3.30
+OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: all deps local test fuzz fuzz-ci bench chaos load lint lint-template build sam-validate deploy clean
+.PHONY: all deps local test fuzz fuzz-ci bench chaos load lint lint-template lint-spec api build sam-validate deploy clean
 
 all: lint test build
 
@@ -96,7 +97,7 @@ load:
 bench: deps
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
-lint: lint-template
+lint: lint-spec lint-template
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags integration ./...
@@ -108,8 +109,21 @@ lint-template: $(LINT_VENV)/bin/checkov
 	$(LINT_VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
 	BC_SKIP_MAPPING=TRUE $(LINT_VENV)/bin/checkov -f template.yaml --framework cloudformation --compact --quiet --skip-download
 
+# The public API contract, checked by openapi-spec-validator (the OpenAPI
+# Initiative's reference rules for 3.0), and the deployed definition
+# merged from it (internal/spec TestGatewayDocumentIsCurrent fails when
+# it is stale).
+lint-spec: $(LINT_VENV)/bin/openapi-spec-validator
+	$(LINT_VENV)/bin/openapi-spec-validator api/openapi.yaml
+	$(LINT_VENV)/bin/openapi-spec-validator api/openapi.gateway.json
+
+# api/openapi.gateway.json: the public contract with API Gateway's merge
+# patch (api/apigateway.yaml) applied, which template.yaml deploys.
+api:
+	$(GO) run ./cmd/apispec
+
 # Lambda bootstrap binaries for provided.al2023 on arm64, one per function.
-build:
+build: api
 	@for f in $(FUNCTIONS); do \
 	  echo "build bin/$$f/bootstrap"; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -tags lambda.norpc \
@@ -130,6 +144,9 @@ $(LINT_VENV)/bin/checkov $(LINT_VENV)/bin/cfn-lint:
 	python3 -m venv $(LINT_VENV)
 	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION) \
 	  cfn-lint-serverless==$(CFN_LINT_SERVERLESS_VERSION) checkov==$(CHECKOV_VERSION)
+
+$(LINT_VENV)/bin/openapi-spec-validator: $(LINT_VENV)/bin/checkov
+	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check openapi-spec-validator==$(OPENAPI_SPEC_VALIDATOR_VERSION)
 
 # Builds and deploys to the environment ENV of samconfig.toml (dev, prod);
 # needs AWS credentials. sam sync has no prod configuration on purpose.

@@ -108,7 +108,9 @@ func (r reply) replayed() bool { return r.header.Get("Idempotent-Replayed") == "
 // send makes one request as c. headers may hold several values of one
 // name; a nil body sends none.
 func (c *caller) send(ctx context.Context, method, path string, headers http.Header, body []byte) (reply, error) {
-	u := tg.api.JoinPath(path)
+	route, rawQuery, _ := strings.Cut(path, "?")
+	u := tg.api.JoinPath(route)
+	u.RawQuery = rawQuery
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))

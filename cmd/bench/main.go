@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
 	"github.com/exactlyonce/transfers/internal/bench"
 	"github.com/exactlyonce/transfers/internal/bench/e2e"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
@@ -66,7 +68,7 @@ func run(cell time.Duration, rounds int, out, cpuprofile string) (failed int, er
 		prof = f
 	}
 	probe := e2e.NewProbe()
-	st, err := stack.Start(ctx, probe.Options(stack.Options{}))
+	st, err := stack.Start(ctx, probe.Options(stack.Options{APIOptions: []func(*middleware.Stack) error{countGetItems}}))
 	if err != nil {
 		return 0, err
 	}
@@ -77,6 +79,11 @@ func run(cell time.Duration, rounds int, out, cpuprofile string) (failed int, er
 	if err != nil {
 		return 0, err
 	}
+	fmt.Fprintf(os.Stderr, "bench: Prefer: wait, %d clients\n", waitClients)
+	waitSection, err := measureWait(ctx, st)
+	if err != nil {
+		return 0, err
+	}
 	date := res.Started.UTC().Format("2006-01-02")
 	plots, err := res.Plots(out, date)
 	if err != nil {
@@ -84,6 +91,9 @@ func run(cell time.Duration, rounds int, out, cpuprofile string) (failed int, er
 	}
 	var report bytes.Buffer
 	if err := res.Markdown(&report, bench.DescribeMachine(root), plots); err != nil {
+		return 0, err
+	}
+	if err := waitSection(&report); err != nil {
 		return 0, err
 	}
 	if err := appendProfiles(&report, filepath.Join(root, "bench", "profiles")); err != nil {

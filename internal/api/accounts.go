@@ -19,16 +19,11 @@ const RecentEntryCount = 20
 type Accounts interface {
 	Account(ctx context.Context, accountID string) (ledger.Account, error)
 	RecentEntries(ctx context.Context, accountID string, limit int) ([]ledger.Entry, error)
+	EntriesPage(ctx context.Context, accountID string, limit int, after *ledger.EntryPosition) ([]ledger.Entry, *ledger.EntryPosition, error)
 	OwnerCheck(accountID, owner string) (types.ConditionCheck, error)
 }
 
 var _ Accounts = (*ledger.Ledger)(nil)
-
-// AccountView is the account resource: balance and the newest entries.
-type AccountView struct {
-	ledger.Account
-	Entries []ledger.Entry `json:"entries"`
-}
 
 // getAccount shows an account with its newest entries. With ownership
 // enforced, an account of another caller is answered as one that does not
@@ -50,8 +45,5 @@ func (h *Handler) getAccount(ctx context.Context, scope string, req events.APIGa
 		h.log.ErrorContext(ctx, "read entries failed", "accountId", id, "error", err)
 		return problemResponse(problemFor(err), req.Path, nil)
 	}
-	if entries == nil {
-		entries = []ledger.Entry{}
-	}
-	return jsonResponse(http.StatusOK, AccountView{Account: acct, Entries: entries}, nil)
+	return jsonResponse(http.StatusOK, accountView(acct, entries), nil)
 }

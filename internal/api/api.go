@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/cursor"
 )
 
 // Records is the part of the idempotency store the API uses.
@@ -23,6 +24,7 @@ type Records interface {
 	Reserve(ctx context.Context, r idempotency.Reservation) (idempotency.Record, bool, error)
 	GetByRecordKey(ctx context.Context, recordKey string) (idempotency.Record, error)
 	FindByResourceID(ctx context.Context, scope, resourceID string) (idempotency.Record, error)
+	ListByScope(ctx context.Context, scope string, limit int, after *idempotency.Position) ([]idempotency.Record, *idempotency.Position, error)
 }
 
 var _ Records = (*idempotency.Store)(nil)
@@ -48,6 +50,8 @@ type Config struct {
 	// ScopeBySession (ScopeBySession=true): an assumed-role session is
 	// its own caller scope (the session ARN) instead of its role's.
 	ScopeBySession bool
+	// Cursors seals and opens the lists' page cursors (CURSOR_KEY).
+	Cursors *cursor.Sealer
 }
 
 // answerReserve is the time kept before the function's deadline to answer.
@@ -91,6 +95,10 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 		resp = h.getTransfer(ctx, scope, req)
 	case "GET /accounts/{accountId}":
 		resp = h.getAccount(ctx, scope, req)
+	case "GET /transfers":
+		resp = h.listTransfers(ctx, scope, req)
+	case "GET /accounts/{accountId}/entries":
+		resp = h.listEntries(ctx, scope, req)
 	default:
 		resp = problemResponse(newProblem(http.StatusNotFound, CodeNotFound, "No such route", route), instance, nil)
 	}

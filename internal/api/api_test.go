@@ -86,7 +86,7 @@ func sfnClient(db *dynamodb.Client, endpoint string) *sfn.Client {
 }
 
 func (e *env) newHandler(executions api.Executions, records api.Records) *api.Handler {
-	return api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: true}, records, executions, e.ledger,
+	return api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: true, Cursors: testCursors}, records, executions, e.ledger,
 		func() string { e.ids++; return fmt.Sprintf("transfer-%d", e.ids) }, slog.New(slog.DiscardHandler))
 }
 
@@ -533,7 +533,7 @@ func TestGetAccount(t *testing.T) {
 	if err := json.Unmarshal([]byte(resp.Body), &view); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 	}
-	if view.ID != "acct-a" || view.Balance != 5000 || view.Currency != "EUR" || view.Entries == nil {
+	if view.AccountID != "acct-a" || view.Balance != 5000 || view.Currency != "EUR" || view.Entries == nil {
 		t.Fatalf("account %+v", view)
 	}
 	for _, id := range []string{"ghost", strings.Repeat("a", 300), "a\x01b"} {

@@ -22,7 +22,7 @@ func TestReplayAfterLimitsChanged(t *testing.T) {
 	accepted := transferOf(t, first)
 
 	// The operator lowers MaxTransferAmount below the accepted amount.
-	e.handler = api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000}, e.store, e.sfn, e.ledger,
+	e.handler = api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000, Cursors: testCursors}, e.store, e.sfn, e.ledger,
 		func() string { e.ids++; return fmt.Sprintf("transfer-%d", e.ids) }, slog.New(slog.DiscardHandler))
 
 	cases := []struct {

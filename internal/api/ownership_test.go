@@ -46,7 +46,7 @@ func (e *env) counted(enforce bool) (*api.Handler, *atomic.Int64) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	h := api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: enforce},
+	h := api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: enforce, Cursors: testCursors},
 		idempotency.NewStore(db, e.table), executions, led,
 		func() string { e.ids++; return fmt.Sprintf("transfer-%d", e.ids) }, slog.New(slog.DiscardHandler))
 	return h, n
@@ -245,7 +245,7 @@ func TestGetAccountOwnership(t *testing.T) {
 				return
 			}
 			var view api.AccountView
-			if err := json.Unmarshal([]byte(resp.Body), &view); err != nil || view.ID != tt.id {
+			if err := json.Unmarshal([]byte(resp.Body), &view); err != nil || view.AccountID != tt.id {
 				t.Fatalf("account %s (%v)", resp.Body, err)
 			}
 		})

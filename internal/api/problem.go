@@ -42,6 +42,11 @@ const (
 	CodeForbidden = "forbidden"
 	// CodeUnsupportedMediaType refuses a body that is not application/json.
 	CodeUnsupportedMediaType = "unsupported_media_type"
+	// CodeInvalidLimit refuses a list's limit that is not 1-100.
+	CodeInvalidLimit = "invalid_limit"
+	// CodeInvalidCursor refuses a list's cursor that the list did not
+	// give: altered, made up, another caller's or another list's.
+	CodeInvalidCursor = "invalid_cursor"
 )
 
 // Errors of the edge itself.
@@ -88,6 +93,12 @@ func problemFor(err error) Problem {
 	case errors.Is(err, errForbidden):
 		return newProblem(http.StatusForbidden, CodeForbidden, "Not allowed to debit the source account",
 			"Only the owner of the source account may transfer from it; nothing was stored.")
+	case errors.Is(err, errLimit):
+		return newProblem(http.StatusBadRequest, CodeInvalidLimit, "Invalid page size",
+			"limit must be a whole number from 1 to 100, sent once.")
+	case errors.Is(err, errCursor):
+		return newProblem(http.StatusBadRequest, CodeInvalidCursor, "Invalid cursor",
+			"Send the nextCursor of a page of this list, as it was given, or no cursor for the first page.")
 	case errors.Is(err, errNoCaller):
 		return newProblem(http.StatusForbidden, CodeUnauthenticated, "Caller not identified",
 			"Requests must be authenticated; the caller scopes every Idempotency-Key.")

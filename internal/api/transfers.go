@@ -58,6 +58,7 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 	if err != nil {
 		return problemResponse(problemFor(err), instance, nil)
 	}
+	wait, waiting := preferredWait(req)
 	canonical := tr.Canonical()
 	fingerprint := idempotency.Fingerprint(canonical)
 	if limits != nil {
@@ -88,14 +89,22 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 	}
 	if created {
 		h.count(ctx, metrics.Reserved)
-		return h.start(ctx, rec, basePath(req), false)
+		resp := h.start(ctx, rec, basePath(req), false)
+		if waiting {
+			return h.settle(ctx, rec, basePath(req), false, wait, resp)
+		}
+		return resp
 	}
 	if err := rec.Matches(fingerprint); err != nil {
 		h.log.InfoContext(ctx, "idempotency key reused with another request", "transferId", rec.ResourceID, "recordKey", rec.Key)
 		h.count(ctx, metrics.KeyReused)
 		return problemResponse(problemFor(err), instance, nil)
 	}
-	return h.replay(ctx, rec, basePath(req))
+	resp := h.replay(ctx, rec, basePath(req))
+	if waiting {
+		return h.settle(ctx, rec, basePath(req), true, wait, resp)
+	}
+	return resp
 }
 
 // overLimits answers a request that is valid but over today's limits.
@@ -173,6 +182,7 @@ func (h *Handler) answer(rec idempotency.Record, base string, replayed bool) eve
 	if err != nil {
 		return problemResponse(problemFor(err), base+"/transfers/"+rec.ResourceID, nil)
 	}
+	t = present(t)
 	location := base + "/transfers/" + rec.ResourceID
 	headers := map[string]string{"Location": location}
 	if replayed {
@@ -204,5 +214,5 @@ func (h *Handler) getTransfer(ctx context.Context, scope string, req events.APIG
 	if err != nil {
 		return problemResponse(problemFor(err), req.Path, nil)
 	}
-	return jsonResponse(http.StatusOK, t, nil)
+	return jsonResponse(http.StatusOK, present(t), nil)
 }

@@ -13,6 +13,7 @@ func TestConstructorsCheckTheirEnvironment(t *testing.T) {
 	full := map[string]string{
 		"IDEMPOTENCY_TABLE": "idem", "LEDGER_TABLE": "ledger",
 		"STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:T",
+		"CURSOR_KEY":        "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01",
 	}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
@@ -36,6 +37,8 @@ func TestConstructorsCheckTheirEnvironment(t *testing.T) {
 		{"orchestrator without table", "orchestrator", with("IDEMPOTENCY_TABLE", ""), "IDEMPOTENCY_TABLE"},
 		{"orchestrator without state machine", "orchestrator", with("STATE_MACHINE_ARN", ""), "STATE_MACHINE_ARN"},
 		{"orchestrator with bad retention", "orchestrator", with("RETENTION_HOURS", "0"), "RETENTION_HOURS"},
+		{"orchestrator without cursor key", "orchestrator", with("CURSOR_KEY", ""), "CURSOR_KEY"},
+		{"orchestrator with a short cursor key", "orchestrator", with("CURSOR_KEY", "short"), "CURSOR_KEY"},
 		{"orchestrator with bad cap", "orchestrator", with("MAX_TRANSFER_AMOUNT", "ten"), "MAX_TRANSFER_AMOUNT"},
 		{"orchestrator with ownership off", "orchestrator", with("ACCOUNT_OWNERSHIP", "off"), ""},
 		{"orchestrator with bad ownership", "orchestrator", with("ACCOUNT_OWNERSHIP", "on"), "ACCOUNT_OWNERSHIP"},

@@ -13,13 +13,16 @@ import (
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/api"
+	"github.com/exactlyonce/transfers/internal/cursor"
 )
 
 // Orchestrator builds the API handler. Environment: IDEMPOTENCY_TABLE,
 // LEDGER_TABLE, STATE_MACHINE_ARN, RETENTION_HOURS (default 24),
 // MAX_TRANSFER_AMOUNT (default 100000000 minor units), ACCOUNT_OWNERSHIP
 // (enforce or off, default enforce), SCOPE_BY_SESSION (true or false,
-// default false).
+// default false), CURSOR_KEY (required: the key, at least 32 bytes, that
+// signs the lists' page cursors; template.yaml resolves it from the
+// stack's generated CursorKey secret).
 func Orchestrator(_ context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
 	h, err := NewOrchestrator(env, dynamodb.NewFromConfig(awsCfg), sfn.NewFromConfig(awsCfg), log)
 	if err != nil {
@@ -54,8 +57,16 @@ func NewOrchestrator(env Env, db *dynamodb.Client, executions api.Executions, lo
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: %w", err)
 	}
+	key, err := required(env, "CURSOR_KEY")
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	cursors, err := cursor.New([]byte(key))
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: CURSOR_KEY: %w", err)
+	}
 	store := idempotency.NewStore(db, env("IDEMPOTENCY_TABLE"), idempotency.WithRetention(time.Duration(hours)*time.Hour))
-	cfg := api.Config{StateMachineArn: machine, MaxAmount: maxAmount, EnforceOwnership: enforce, ScopeBySession: bySession}
+	cfg := api.Config{StateMachineArn: machine, MaxAmount: maxAmount, EnforceOwnership: enforce, ScopeBySession: bySession, Cursors: cursors}
 	return api.New(cfg, store, executions, led, newTransferID, log), nil
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -183,12 +184,16 @@ func expect(ctx context.Context, h handler, req events.APIGatewayProxyRequest, s
 	return nil
 }
 
+// cursorKey signs the measured orchestrators' page cursors.
+var cursorKey = rand.Text() + rand.Text()
+
 func env(st *stack.Stack, machine string, ownership bool) app.Env {
 	vars := map[string]string{
 		"IDEMPOTENCY_TABLE": st.Tables["IdempotencyTable"],
 		"LEDGER_TABLE":      st.Tables["LedgerTable"],
 		"STATE_MACHINE_ARN": machine,
 		"ACCOUNT_OWNERSHIP": map[bool]string{true: "enforce", false: "off"}[ownership],
+		"CURSOR_KEY":        cursorKey,
 	}
 	return func(k string) string { return vars[k] }
 }

@@ -158,6 +158,9 @@ func (r *Resolver) function(res *Resource) (Function, error) {
 			if !ok {
 				return Function{}, r.errAt(vars.Get(k), ErrInvalid, "environment variable %s must be a string, got %s", k, describe(v))
 			}
+			if s, err = r.dynamicRefs(vars.Get(k), s); err != nil {
+				return Function{}, err
+			}
 			f.Environment[k] = s
 		}
 	}

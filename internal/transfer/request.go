@@ -178,7 +178,11 @@ func parse(body []byte) (r Request, verr *ValidationError, readable bool) {
 	if r.SourceAccountID != "" && r.SourceAccountID == r.DestinationAccountID {
 		verr.add("destinationAccountId", "same_account", "destination must differ from the source account")
 	}
-	r.Amount = amount(verr, w.Amount)
+	sent := ""
+	if w.Currency != nil {
+		sent = *w.Currency
+	}
+	r.Amount = amount(verr, w.Amount, sent)
 	switch {
 	case w.Currency == nil:
 		verr.add("currency", "required", "currency is required")
@@ -424,14 +428,16 @@ func currencyShape(s string) bool {
 	return true
 }
 
-func amount(verr *ValidationError, raw json.RawMessage) int64 {
+// amount reads the amount; currency is the code sent, for the example of
+// the error's detail.
+func amount(verr *ValidationError, raw json.RawMessage, currency string) int64 {
 	if len(raw) == 0 || string(raw) == "null" {
 		verr.add("amount", "required", "amount is required")
 		return 0
 	}
 	s := string(raw)
 	if !amountPattern.MatchString(s) {
-		verr.add("amount", "invalid_amount", "amount must be a positive whole number of minor units, such as 1050 for 10.50")
+		verr.add("amount", "invalid_amount", "amount must be a positive whole number of the currency's minor units: "+AmountExample(currency))
 		return 0
 	}
 	n, err := strconv.ParseInt(s, 10, 64)

@@ -18,11 +18,11 @@ import (
 	"github.com/exactlyonce/transfers/internal/spec"
 )
 
-// specServer is a server of the API's routes with api/openapi.yaml as its
+// specServer is a server of the API's routes with api/openapi.gateway.json as its
 // definition.
 func specServer(t *testing.T, inv *fakeInvoker, maxBody int64) *apigw.Server {
 	t.Helper()
-	def, err := os.ReadFile(spec.SourceFile())
+	def, err := os.ReadFile(spec.GatewayFile())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,92 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// EntryPosition is where a page of an account's entries ends: the last
+// entry's ByPostedAt sort key (its time, transfer and leg: unique within
+// the account) and table sort key. The next page starts after it.
+type EntryPosition struct {
+	PostedAt string
+	SK       string
+}
+
+// EntriesPage returns up to limit (1..MaxRecentEntries) of the account's
+// entries, newest first, after position after (nil: from the newest),
+// and the position of the last one returned when more follow (nil
+// otherwise). It reads the ByPostedAt index with strong consistency. An
+// entry keeps its place (postedAt is set once, when the leg commits) and
+// a new entry is newer than every listed one, so paging never repeats or
+// skips an entry.
+func (l *Ledger) EntriesPage(ctx context.Context, accountID string, limit int, after *EntryPosition) ([]Entry, *EntryPosition, error) {
+	if err := checkID("AccountID", accountID, maxIDBytes); err != nil {
+		return nil, nil, fmt.Errorf("entries of %s: %w", accountID, err)
+	}
+	if limit < 1 || limit > MaxRecentEntries {
+		return nil, nil, fmt.Errorf("entries of %s: %w", accountID,
+			invalid("Limit", fmt.Sprintf("must be between 1 and %d", MaxRecentEntries)))
+	}
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(accountPK(accountID)))).
+		Build()
+	if err != nil {
+		return nil, nil, fmt.Errorf("entries of %s: build key condition: %w", accountID, err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(l.ledger),
+		IndexName:                 aws.String(indexByPosted),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ScanIndexForward:          aws.Bool(false),
+		ConsistentRead:            aws.Bool(true),
+	}
+	if after != nil {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{
+			attrPK:       &types.AttributeValueMemberS{Value: accountPK(accountID)},
+			attrSK:       &types.AttributeValueMemberS{Value: after.SK},
+			attrPostedAt: &types.AttributeValueMemberS{Value: after.PostedAt},
+		}
+	}
+	// One more than the page, to know whether another page follows.
+	var (
+		entries   []Entry
+		positions []EntryPosition
+	)
+	for {
+		in.Limit = aws.Int32(int32(limit + 1 - len(entries)))
+		out, err := l.api.Query(ctx, in)
+		if err != nil {
+			return nil, nil, fmt.Errorf("entries of %s: %w", accountID, unavailable(err))
+		}
+		for _, item := range out.Items {
+			e, err := decodeEntry(item)
+			if err != nil {
+				return nil, nil, fmt.Errorf("entries of %s: %w", accountID, err)
+			}
+			entries = append(entries, e)
+			positions = append(positions, EntryPosition{PostedAt: stringAttr(item, attrPostedAt), SK: stringAttr(item, attrSK)})
+		}
+		if len(entries) > limit {
+			return entries[:limit], &positions[limit-1], nil
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return entries, nil, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func stringAttr(item map[string]types.AttributeValue, name string) string {
+	if s, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
