@@ -471,6 +471,8 @@ func TestRejectedTransfers(t *testing.T) {
 		// with enforce, the API refuses it before any workflow
 		// (TestAccountOwnership).
 		withoutOwnership bool
+		// withOwnership: the case runs only with AccountOwnership=enforce.
+		withOwnership bool
 	}{
 		{
 			name: "insufficient funds",
@@ -484,7 +486,17 @@ func TestRejectedTransfers(t *testing.T) {
 			accounts: func(t *testing.T, b *book) (string, string) {
 				return b.open(t, "src", "EUR", 10000), uniqueID("nobody")
 			},
-			failureCode: "AccountNotFound", problemCode: codeAccountNotFound, reversed: true,
+			failureCode: "AccountNotFound", problemCode: codeAccountNotFound, reversed: true, withoutOwnership: true,
+		},
+		{
+			// An account that does not exist is not the caller's: its
+			// refusal is told as any other caller's account's
+			// (TestDestinationOracle).
+			name: "unknown destination, ownership enforced",
+			accounts: func(t *testing.T, b *book) (string, string) {
+				return b.open(t, "src", "EUR", 10000), uniqueID("nobody")
+			},
+			failureCode: "DestinationUnavailable", problemCode: codeDestinationUnavailable, reversed: true, withOwnership: true,
 		},
 		{
 			name: "unknown source",
@@ -515,7 +527,10 @@ func TestRejectedTransfers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.withoutOwnership && tg.ownership {
-				t.Skip("with AccountOwnership=enforce an unknown source is refused with 403 forbidden (TestAccountOwnership)")
+				t.Skip("with AccountOwnership=enforce the case is told otherwise (TestAccountOwnership, TestDestinationOracle)")
+			}
+			if tc.withOwnership && !tg.ownership {
+				t.Skip("the stack's AccountOwnership is off")
 			}
 			t.Parallel()
 			b := newBook(t)
