@@ -29,6 +29,20 @@ const (
 	DefaultIntegrationTimeout = 29 * time.Second
 	// DefaultMaxBodyBytes is API Gateway's payload limit (10 MB).
 	DefaultMaxBodyBytes = 10 << 20
+	// DefaultMaxHeaderBytes caps the request line and headers near API
+	// Gateway's limit of about 10 KB for them; larger requests are
+	// refused with 431.
+	DefaultMaxHeaderBytes = 10 << 10
+	// DefaultReadTimeout bounds reading a whole request, headers and
+	// body: a client that stalls its body is cut off.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout bounds how long a kept-alive connection waits
+	// for its next request.
+	DefaultIdleTimeout = 60 * time.Second
+	// headerSlack is what net/http accepts beyond http.Server's
+	// MaxHeaderBytes (its bufio slop, 4096 bytes in go1.26's
+	// net/http/server.go initialReadLimitSize).
+	headerSlack = 4096
 )
 
 // Invoker invokes Lambda functions by name; *lambdarun.Registry is one.
@@ -77,6 +91,14 @@ type Config struct {
 	// nothing is validated and refusals get API Gateway's default body,
 	// {"message": "..."}.
 	Definition []byte
+	// ReadTimeout bounds reading one whole request, headers and body
+	// (DefaultReadTimeout); IdleTimeout bounds a kept-alive connection's
+	// wait for its next request (DefaultIdleTimeout); MaxHeaderBytes caps
+	// the request line and headers (DefaultMaxHeaderBytes). They apply to
+	// the HTTPServer.
+	ReadTimeout    time.Duration
+	IdleTimeout    time.Duration
+	MaxHeaderBytes int
 	// Now is the clock of requestTime (time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -142,6 +164,15 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxHeaderBytes <= headerSlack {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -221,6 +252,23 @@ func (s *Server) loadDefinition(def []byte) error {
 		return fmt.Errorf("apigw: gateway responses: %w", err)
 	}
 	return nil
+}
+
+// HTTPServer is an HTTP server of s with the connection limits of Config:
+// a request must arrive whole within ReadTimeout (headers within the
+// lesser of it and 10 s), an idle kept-alive connection is closed after
+// IdleTimeout, and a request line and headers over MaxHeaderBytes are
+// refused with 431. Serve it on s.Listener so that its own refusals are
+// the gateway's responses.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
+		ReadTimeout:       s.cfg.ReadTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		// net/http reads up to MaxHeaderBytes plus its slack.
+		MaxHeaderBytes: s.cfg.MaxHeaderBytes - headerSlack,
+	}
 }
 
 // ServeHTTP serves one request.

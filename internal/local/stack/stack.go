@@ -493,7 +493,7 @@ func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]strin
 		return fmt.Errorf("API: %w", err)
 	}
 	st.APIURL = "http://" + ln.Addr().String()
-	st.api = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	st.api = srv.HTTPServer()
 	st.apiDone = make(chan error, 1)
 	go func() { st.apiDone <- st.api.Serve(srv.Listener(ln)) }()
 	return nil
