@@ -724,3 +724,39 @@ func TestNotFound(t *testing.T) {
 		})
 	}
 }
+
+// TestDamagedTextRefused: a body whose text is not valid UTF-8 is refused
+// with 400 and nothing is stored, even where the gateway hands the function
+// the text with each bad byte replaced by U+FFFD (as API Gateway does for a
+// non-binary media type): U+FFFD in a text field is refused. So two bodies
+// that differ only in their invalid bytes never share a key's transfer.
+func TestDamagedTextRefused(t *testing.T) {
+	t.Parallel()
+	c := tg.first
+	bk := newBook(t)
+	src, dst := bk.open(t, "src", "EUR", 1000), bk.open(t, "dst", "EUR", 0)
+	body := func(reference string) []byte {
+		return []byte(`{"sourceAccountId":"` + src + `","destinationAccountId":"` + dst + `","amount":5,"currency":"EUR","reference":"` + reference + `"}`)
+	}
+	key := newKey()
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"an invalid byte", body("rent \xff")},
+		{"another invalid byte", body("rent \xfe")},
+		{"a truncated sequence", body("rent \xe2\x82")},
+		{"U+FFFD itself", body("rent \uFFFD")},
+		{"an escaped U+FFFD", body(`rent \ufffd`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.post(t, key, tc.body)
+			p := expectProblem(t, r, http.StatusBadRequest, codeInvalidRequest)
+			if !hasFieldError(p.Errors, "reference", "invalid_reference") {
+				t.Errorf("%s: no invalid_reference error", r)
+			}
+			expectNoRecord(t, c, key)
+		})
+	}
+	expectExecutions(t, c, key)
+}
