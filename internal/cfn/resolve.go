@@ -106,6 +106,15 @@ func NewResolver(t *Template, env Env) (*Resolver, error) {
 // Template returns the template the Resolver resolves.
 func (r *Resolver) Template() *Template { return r.t }
 
+// Parameter is the value of a template parameter: Env.Parameters' or its
+// default. ok is false for a parameter the template does not declare.
+func (r *Resolver) Parameter(name string) (value string, ok bool) {
+	if _, declared := r.t.Parameters[name]; !declared {
+		return "", false
+	}
+	return r.params[name], true
+}
+
 // Env returns the environment with defaults applied.
 func (r *Resolver) Env() Env { return r.env }
 

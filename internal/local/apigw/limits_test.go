@@ -5,12 +5,26 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/exactlyonce/transfers/internal/local/apigw"
+	"github.com/exactlyonce/transfers/internal/spec"
 )
+
+// specDefinition is the API's OpenAPI document.
+func specDefinition(t *testing.T) []byte {
+	t.Helper()
+	def, err := os.ReadFile(spec.SourceFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
+}
 
 // serveHTTP serves s on a loopback listener with the HTTP server the local
 // stack uses (Server.HTTPServer, on Server.Listener) and returns its
@@ -114,5 +128,98 @@ func TestHeaderSizeCap(t *testing.T) {
 				decodeProblem(t, resp.StatusCode, resp.Header, body)
 			}
 		})
+	}
+}
+
+// With a per-caller limit, a caller that sends more than Limit requests
+// within Window is refused with the definition's WAF_FILTERED gateway
+// response (429 problem+json with Retry-After), without its function being
+// invoked, while other callers are served; once the window has passed, the
+// caller is served again.
+func TestCallerRateLimit(t *testing.T) {
+	const limit = 5
+	const window = time.Minute
+	var clock sync.Mutex
+	now := fixedNow
+	advance := func(d time.Duration) { clock.Lock(); now = now.Add(d); clock.Unlock() }
+	inv := &fakeInvoker{}
+	s := newServer(t, inv, apigw.Config{
+		Routes: []apigw.Route{
+			{Method: "POST", Path: "/transfers", FunctionName: "orchestrator"},
+			{Method: "GET", Path: "/transfers/{transferId}", FunctionName: "orchestrator"},
+		},
+		Definition: specDefinition(t),
+		CallerRate: apigw.RateLimit{Limit: limit, Window: window},
+		Now:        func() time.Time { clock.Lock(); defer clock.Unlock(); return now },
+	})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	get := func(caller string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/transfers/t", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+caller)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	for i := range limit {
+		if resp := get("flood"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d of the limit: status %d", i+1, resp.StatusCode)
+		}
+		advance(window / (2 * limit))
+	}
+	before := inv.calls()
+	resp := get("flood")
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("request over the limit: status %d, want 429: %s", resp.StatusCode, body)
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Errorf("429 without Retry-After: %v", resp.Header)
+	}
+	if p := decodeProblem(t, resp.StatusCode, resp.Header, body); p.Code != "rate_limited" {
+		t.Errorf("problem code %q, want rate_limited", p.Code)
+	}
+	if inv.calls() != before {
+		t.Errorf("the function ran for a refused request")
+	}
+	// Another caller is served meanwhile.
+	if resp := get("quiet"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("another caller: status %d, want 200", resp.StatusCode)
+	}
+	// The flooding caller is served again once its first request has
+	// left the window, for one more request.
+	advance(window / 2)
+	if resp := get("flood"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the window: status %d, want 200", resp.StatusCode)
+	}
+	if resp := get("flood"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a second request after the window: status %d, want 429", resp.StatusCode)
+	}
+}
+
+// Without a limit (the zero RateLimit), nothing is refused for its rate.
+func TestNoCallerRateLimit(t *testing.T) {
+	inv := &fakeInvoker{}
+	srv := httptest.NewServer(newServer(t, inv, apigw.Config{
+		Routes:     []apigw.Route{{Method: "GET", Path: "/transfers/{transferId}", FunctionName: "orchestrator"}},
+		Definition: specDefinition(t),
+	}))
+	t.Cleanup(srv.Close)
+	for i := range 200 {
+		resp, err := srv.Client().Get(srv.URL + "/transfers/t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: status %d", i+1, resp.StatusCode)
+		}
 	}
 }

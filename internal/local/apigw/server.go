@@ -91,6 +91,9 @@ type Config struct {
 	// nothing is validated and refusals get API Gateway's default body,
 	// {"message": "..."}.
 	Definition []byte
+	// CallerRate limits each caller's requests, as the stack's web ACL
+	// does in front of the deployed API; the zero value is no limit.
+	CallerRate RateLimit
 	// ReadTimeout bounds reading one whole request, headers and body
 	// (DefaultReadTimeout); IdleTimeout bounds a kept-alive connection's
 	// wait for its next request (DefaultIdleTimeout); MaxHeaderBytes caps
@@ -102,6 +105,13 @@ type Config struct {
 	// Now is the clock of requestTime (time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+}
+
+// RateLimit is a per-caller request limit: at most Limit requests of one
+// caller within any Window. The zero value is no limit.
+type RateLimit struct {
+	Limit  int
+	Window time.Duration
 }
 
 // Server is the local REST API. It is an http.Handler.
@@ -127,7 +137,8 @@ type Config struct {
 // With Config.Definition, every refusal of the server is the definition's
 // gateway response for its type (a 404 is RESOURCE_NOT_FOUND, a 405
 // DEFAULT_4XX, a refused caller MISSING_AUTHENTICATION_TOKEN, a body over
-// MaxBodyBytes REQUEST_TOO_LARGE, the request validator's refusals
+// MaxBodyBytes REQUEST_TOO_LARGE, a caller over Config.CallerRate
+// WAF_FILTERED, the request validator's refusals
 // BAD_REQUEST_PARAMETERS and BAD_REQUEST_BODY, a function error
 // DEFAULT_5XX, a timeout INTEGRATION_TIMEOUT), falling back to DEFAULT_4XX
 // or DEFAULT_5XX. Serve it on Listener(ln) so that requests the HTTP
@@ -143,6 +154,8 @@ type Server struct {
 	// by type; both nil without a Definition.
 	spec      *spec.Spec
 	responses map[string]*gatewayResponse
+	// limiter applies Config.CallerRate; nil without a limit.
+	limiter *callerLimiter
 }
 
 // DefaultCaller is the caller of requests without an Authorization header.
@@ -181,7 +194,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: log.With("apiId", cfg.APIID, "stage", cfg.Stage), stagePath: "/" + cfg.Stage}
+	s := &Server{cfg: cfg, log: log.With("apiId", cfg.APIID, "stage", cfg.Stage), stagePath: "/" + cfg.Stage,
+		limiter: newCallerLimiter(cfg.CallerRate, cfg.Now)}
 	for _, bt := range cfg.BinaryMediaTypes {
 		s.binary = append(s.binary, strings.ToLower(strings.ReplaceAll(bt, "~1", "/")))
 	}
@@ -317,6 +331,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if !s.limiter.allow(caller.ARN) {
+		// The web ACL answers before API Gateway reads the request.
+		log.Info("request refused by the per-caller rate limit", "caller", caller.ARN)
+		s.refuse(w, requestID, wafFiltered)
+		return
+	}
+
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		s.refuse(w, requestID, tooLarge)
 		return
@@ -350,6 +371,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 var (
+	// wafFiltered is API Gateway's answer to a request its web ACL
+	// blocked: 403 unless the WAF_FILTERED gateway response says
+	// otherwise.
+	wafFiltered   = refusal{typ: respWAFFiltered, status: http.StatusForbidden, errorType: "WAFFilteredException", message: "Forbidden"}
 	tooLarge      = refusal{typ: respRequestTooLarge, status: http.StatusRequestEntityTooLarge, errorType: "RequestTooLongException", message: "Request Too Long"}
 	internalError = refusal{typ: respDefault5XX, status: http.StatusInternalServerError, errorType: "InternalServerErrorException", message: "Internal server error"}
 	badGateway    = refusal{typ: respDefault5XX, status: http.StatusBadGateway, errorType: "InternalServerErrorException", message: "Internal server error"}
