@@ -101,7 +101,7 @@ func run(m *testing.M) int {
 
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	st, err := stack.Start(startCtx, stack.Options{
-		TimeScale:  localStackTimeScale,
+		TimeScale: localStackTimeScale,
 		// The suite's callers send more than a caller's rate limit
 		// within a minute; the limit has its own test
 		// (internal/local/stack TestCallerRateLimit).
