@@ -4,7 +4,9 @@ package integration
 
 import (
 	"context"
+	"math"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -130,4 +132,108 @@ func TestAccountOwnership(t *testing.T) {
 		expectLegs(t, getAccount(t, a, aDst), bTransfer.TransferID, leg{legCredit, 300})
 		expectLegs(t, getAccount(t, b, bSrc), bTransfer.TransferID, leg{legDebit, -300})
 	})
+}
+
+const codeDestinationUnavailable = "destination_unavailable"
+
+// TestDestinationOracle: a transfer to another caller's account (or to an
+// id no account has) that the destination refuses answers its caller one
+// problem, destination_unavailable, whatever the refusal was: unknown,
+// closed, another currency, a balance at its limit. Its detail names
+// neither the account's currency nor its state. The owner of both
+// accounts still reads the precise code (an id no account has is
+// nobody's: destination_unavailable to everyone). What an outsider does learn is
+// that a transfer to an account that can receive it completes.
+func TestDestinationOracle(t *testing.T) {
+	t.Parallel()
+	if !tg.ownership {
+		t.Skip("the stack's AccountOwnership is off: every caller may read every account")
+	}
+	b, reason, err := tg.second(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b == nil {
+		t.Skip(reason)
+	}
+	a := tg.first
+	const currency = "NOK"
+	bk := newBook(t)
+	aSrc := bk.open(t, "a-src", currency, 10000)
+	bSrc := bk.openFor(t, b, "b-src", currency, 10000)
+	closed := func(c *caller) string {
+		id := bk.openFor(t, c, "closed", currency, 0)
+		if err := tg.ledger.CloseAccount(context.Background(), id); err != nil {
+			t.Fatalf("close %s: %v", id, err)
+		}
+		return id
+	}
+	destinations := []struct {
+		name string
+		// dst opens the destination as c's, or names no account.
+		dst func(c *caller) string
+		// ownCode is the problem code the destination's owner reads.
+		ownCode string
+	}{
+		// An id no account has is nobody's: telling it apart from
+		// another caller's account would be the oracle again.
+		{"unknown", func(*caller) string { return uniqueID("nobody") }, codeDestinationUnavailable},
+		{"closed", closed, codeAccountClosed},
+		{"another currency", func(c *caller) string { return bk.openFor(t, c, "usd", "USD", 0) }, codeCurrencyMismatch},
+		{"balance at its limit", func(c *caller) string { return bk.openFor(t, c, "full", currency, math.MaxInt64) }, "transfer_failed"},
+	}
+	var refusals []problemView
+	for _, d := range destinations {
+		t.Run(d.name, func(t *testing.T) {
+			// A pays into an account of B's (or into nothing).
+			req := transferRequest{SourceAccountID: aSrc, DestinationAccountID: d.dst(b), Amount: 1, Currency: currency}
+			p := settleRefused(t, a, req, codeDestinationUnavailable)
+			if p.Transfer == nil || p.Transfer.Failure == nil || p.Transfer.Failure.Code != "DestinationUnavailable" {
+				t.Errorf("the problem's transfer %+v, want failure code DestinationUnavailable", p.Transfer)
+			}
+			for _, leak := range []string{"USD", "NOK", "closed", "exist", "balance", "hold"} {
+				if strings.Contains(p.Title+" "+p.Detail, leak) {
+					t.Errorf("the problem tells %q: %+v", leak, p)
+				}
+			}
+			refusals = append(refusals, p)
+
+			// B pays into its own account: the precise code.
+			own := transferRequest{SourceAccountID: bSrc, DestinationAccountID: d.dst(b), Amount: 1, Currency: currency}
+			settleRefused(t, b, own, d.ownCode)
+		})
+	}
+	for i, p := range refusals[1:] {
+		if p.Type != refusals[0].Type || p.Title != refusals[0].Title || p.Detail != refusals[0].Detail {
+			t.Errorf("refusal %d differs from the first: %+v and %+v", i+1, p, refusals[0])
+		}
+	}
+	t.Run("open account in the currency", func(t *testing.T) {
+		req := transferRequest{SourceAccountID: aSrc, DestinationAccountID: bk.openFor(t, b, "open", currency, 0), Amount: 1, Currency: currency}
+		accepted := accept(t, a, newKey(), req)
+		if done := awaitSettled(t, a, accepted.TransferID); done.Status != statusCompleted {
+			t.Fatalf("a payment into an open account settled as %+v, want COMPLETED", done)
+		}
+	})
+}
+
+// settleRefused posts req as c, waits for the transfer to settle FAILED
+// with its debit refunded, and returns the replay's 422 problem, which
+// must have the given code.
+func settleRefused(t *testing.T, c *caller, req transferRequest, code string) problemView {
+	t.Helper()
+	key := newKey()
+	accepted := accept(t, c, key, req)
+	done := awaitSettled(t, c, accepted.TransferID)
+	if done.Status != statusFailed || done.Failure == nil || !done.Failure.Reversed {
+		t.Fatalf("transfer settled as %+v, want FAILED and reversed", done)
+	}
+	r := c.post(t, key, req.body(t))
+	expectReplayed(t, r, true)
+	p := expectProblem(t, r, http.StatusUnprocessableEntity, code)
+	got := getTransfer(t, c, accepted.TransferID)
+	if got.Failure == nil || got.Failure.Detail != done.Failure.Detail {
+		t.Errorf("GET /transfers/%s: %+v, want the replay's failure %+v", accepted.TransferID, got.Failure, done.Failure)
+	}
+	return p
 }

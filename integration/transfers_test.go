@@ -471,6 +471,8 @@ func TestRejectedTransfers(t *testing.T) {
 		// with enforce, the API refuses it before any workflow
 		// (TestAccountOwnership).
 		withoutOwnership bool
+		// withOwnership: the case runs only with AccountOwnership=enforce.
+		withOwnership bool
 	}{
 		{
 			name: "insufficient funds",
@@ -484,7 +486,17 @@ func TestRejectedTransfers(t *testing.T) {
 			accounts: func(t *testing.T, b *book) (string, string) {
 				return b.open(t, "src", "EUR", 10000), uniqueID("nobody")
 			},
-			failureCode: "AccountNotFound", problemCode: codeAccountNotFound, reversed: true,
+			failureCode: "AccountNotFound", problemCode: codeAccountNotFound, reversed: true, withoutOwnership: true,
+		},
+		{
+			// An account that does not exist is not the caller's: its
+			// refusal is told as any other caller's account's
+			// (TestDestinationOracle).
+			name: "unknown destination, ownership enforced",
+			accounts: func(t *testing.T, b *book) (string, string) {
+				return b.open(t, "src", "EUR", 10000), uniqueID("nobody")
+			},
+			failureCode: "DestinationUnavailable", problemCode: codeDestinationUnavailable, reversed: true, withOwnership: true,
 		},
 		{
 			name: "unknown source",
@@ -515,7 +527,10 @@ func TestRejectedTransfers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.withoutOwnership && tg.ownership {
-				t.Skip("with AccountOwnership=enforce an unknown source is refused with 403 forbidden (TestAccountOwnership)")
+				t.Skip("with AccountOwnership=enforce the case is told otherwise (TestAccountOwnership, TestDestinationOracle)")
+			}
+			if tc.withOwnership && !tg.ownership {
+				t.Skip("the stack's AccountOwnership is off")
 			}
 			t.Parallel()
 			b := newBook(t)
@@ -708,4 +723,40 @@ func TestNotFound(t *testing.T) {
 			expectProblem(t, tg.first.get(t, tc.path), http.StatusNotFound, codeNotFound)
 		})
 	}
+}
+
+// TestDamagedTextRefused: a body whose text is not valid UTF-8 is refused
+// with 400 and nothing is stored, even where the gateway hands the function
+// the text with each bad byte replaced by U+FFFD (as API Gateway does for a
+// non-binary media type): U+FFFD in a text field is refused. So two bodies
+// that differ only in their invalid bytes never share a key's transfer.
+func TestDamagedTextRefused(t *testing.T) {
+	t.Parallel()
+	c := tg.first
+	bk := newBook(t)
+	src, dst := bk.open(t, "src", "EUR", 1000), bk.open(t, "dst", "EUR", 0)
+	body := func(reference string) []byte {
+		return []byte(`{"sourceAccountId":"` + src + `","destinationAccountId":"` + dst + `","amount":5,"currency":"EUR","reference":"` + reference + `"}`)
+	}
+	key := newKey()
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"an invalid byte", body("rent \xff")},
+		{"another invalid byte", body("rent \xfe")},
+		{"a truncated sequence", body("rent \xe2\x82")},
+		{"U+FFFD itself", body("rent \uFFFD")},
+		{"an escaped U+FFFD", body(`rent \ufffd`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.post(t, key, tc.body)
+			p := expectProblem(t, r, http.StatusBadRequest, codeInvalidRequest)
+			if !hasFieldError(p.Errors, "reference", "invalid_reference") {
+				t.Errorf("%s: no invalid_reference error", r)
+			}
+			expectNoRecord(t, c, key)
+		})
+	}
+	expectExecutions(t, c, key)
 }

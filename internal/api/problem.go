@@ -143,6 +143,8 @@ func failureCode(name string) (code, title string) {
 		return "account_closed", "An account of the transfer is closed"
 	case "Forbidden":
 		return CodeForbidden, "Not allowed to debit the source account"
+	case "DestinationUnavailable":
+		return "destination_unavailable", "The destination account cannot receive the transfer"
 	}
 	return "transfer_failed", "The transfer failed"
 }

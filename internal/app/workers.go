@@ -20,7 +20,9 @@ func Debit(ctx context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (a
 	return leg(ledger.Debit, env, awsCfg, log)
 }
 
-// Credit builds the credit leg's handler.
+// Credit builds the credit leg's handler. Environment: as Debit's; with
+// ACCOUNT_OWNERSHIP=enforce, a credit refused on an account that is not
+// the transfer's caller's is DestinationUnavailable, whatever the rule.
 func Credit(ctx context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
 	return leg(ledger.Credit, env, awsCfg, log)
 }
@@ -36,7 +38,7 @@ func leg(kind ledger.Kind, env Env, awsCfg aws.Config, log *slog.Logger) (any, e
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	var opts []worker.Option
-	if kind == ledger.Debit {
+	if kind != ledger.Refund {
 		enforce, err := accountOwnership(env)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", kind, err)

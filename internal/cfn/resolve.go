@@ -98,6 +98,17 @@ func NewResolver(t *Template, env Env) (*Resolver, error) {
 		if len(p.AllowedValues) > 0 && !slices.Contains(p.AllowedValues, v) {
 			return nil, &Error{File: t.File, Line: p.Line, Path: "Parameters." + name, Err: fmt.Errorf("%w: %q is not one of AllowedValues %v", ErrInvalid, v, p.AllowedValues)}
 		}
+		if p.AllowedPattern != nil {
+			values := []string{v}
+			if p.Type == "CommaDelimitedList" {
+				values = strings.Split(v, ",")
+			}
+			for _, each := range values {
+				if !p.AllowedPattern.MatchString(strings.TrimSpace(each)) {
+					return nil, &Error{File: t.File, Line: p.Line, Path: "Parameters." + name, Err: fmt.Errorf("%w: %q does not match AllowedPattern %s", ErrInvalid, each, p.AllowedPattern)}
+				}
+			}
+		}
 		r.params[name] = v
 	}
 	return r, nil
@@ -105,6 +116,15 @@ func NewResolver(t *Template, env Env) (*Resolver, error) {
 
 // Template returns the template the Resolver resolves.
 func (r *Resolver) Template() *Template { return r.t }
+
+// Parameter is the value of a template parameter: Env.Parameters' or its
+// default. ok is false for a parameter the template does not declare.
+func (r *Resolver) Parameter(name string) (value string, ok bool) {
+	if _, declared := r.t.Parameters[name]; !declared {
+		return "", false
+	}
+	return r.params[name], true
+}
 
 // Env returns the environment with defaults applied.
 func (r *Resolver) Env() Env { return r.env }

@@ -76,7 +76,10 @@ type Parameter struct {
 	Default       string
 	HasDefault    bool
 	AllowedValues []string
-	Line          int
+	// AllowedPattern, when set, must match the whole value (each value of
+	// a CommaDelimitedList), as CloudFormation checks it.
+	AllowedPattern *regexp.Regexp
+	Line           int
 }
 
 // Resource is an entry of the Resources section.
@@ -288,6 +291,18 @@ func (t *Template) loadParameters(n *Node) error {
 				}
 				p.AllowedValues = append(p.AllowedValues, s)
 			}
+		}
+		if ap := pn.Get("AllowedPattern"); ap != nil {
+			s, err := t.literalString(ap)
+			if err != nil {
+				return err
+			}
+			// CloudFormation matches the whole value.
+			re, err := regexp.Compile(`^(?:` + s + `)$`)
+			if err != nil {
+				return t.errAt(ap, ErrInvalid, "AllowedPattern of %s: %v", name, err)
+			}
+			p.AllowedPattern = re
 		}
 		t.Parameters[name] = p
 	}

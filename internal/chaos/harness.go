@@ -48,10 +48,13 @@ type Options struct {
 const DefaultTimeScale = 0.01
 
 // harnessParameters are the template parameters the harness sets: a
-// record counts as stuck, and a missing execution as gone, after a second.
+// record counts as stuck, and a missing execution as gone, after a second;
+// no per-caller rate limit, as the clients send far more than a caller's
+// limit on purpose.
 var harnessParameters = map[string]string{
 	"StuckAfterSeconds":    "1",
 	"NotFoundGraceSeconds": "1",
+	"CallerRateLimit":      "0",
 }
 
 // Harness is a running local stack with clients for a test.

@@ -191,6 +191,8 @@ func failureCode(name string) string {
 		return "currency_mismatch"
 	case "AccountClosed":
 		return "account_closed"
+	case "DestinationUnavailable":
+		return "destination_unavailable"
 	}
 	return "transfer_failed"
 }

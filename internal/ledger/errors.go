@@ -67,6 +67,12 @@ var (
 	// account that is not that owner's, or that does not exist: the two
 	// are one answer, so a caller learns nothing of others' accounts.
 	ErrForbidden = &Error{"account not owned by the transfer's caller", ClassBusiness}
+	// ErrDestinationUnavailable: a CREDIT that carries the transfer's
+	// caller (Leg.Caller) was refused by a business rule on an account
+	// that is not the caller's or does not exist. Which rule is not the
+	// caller's to learn: the error matches none of the other sentinels
+	// (its message names the rule, for the logs).
+	ErrDestinationUnavailable = &Error{"destination unavailable", ClassBusiness}
 )
 
 // Terminal failures (ClassTerminal).

@@ -76,6 +76,14 @@ type Leg struct {
 	// window's end). They are stored with the entry, so whoever settles
 	// the transfer later states the same reason.
 	Reason, Detail string
+	// Caller, when set on a CREDIT, is the caller scope of the transfer
+	// (its idempotency record's scope, which the fence then requires): a
+	// credit that a business rule refuses on an account that is not
+	// Caller's (or that does not exist) fails with
+	// ErrDestinationUnavailable instead of the rule's own error, so that
+	// a caller learns nothing of another caller's account but that it
+	// cannot receive the transfer. Empty: the rule's own error.
+	Caller string
 }
 
 // Validate checks the leg without touching DynamoDB. It returns an
@@ -113,6 +121,14 @@ func (l Leg) Validate() error {
 			return invalid("Owner", "only a DEBIT checks the account's owner")
 		}
 		if err := checkID("Owner", l.Owner, maxRecordKeyBytes); err != nil {
+			return err
+		}
+	}
+	if l.Caller != "" {
+		if l.Kind != Credit {
+			return invalid("Caller", "only a CREDIT answers for the transfer's caller")
+		}
+		if err := checkID("Caller", l.Caller, maxRecordKeyBytes); err != nil {
 			return err
 		}
 	}

@@ -210,3 +210,89 @@ func TestOwnerCheck(t *testing.T) {
 		t.Errorf("OwnerCheck without an owner = %v, want an invalid Owner", err)
 	}
 }
+
+// A credit that carries the transfer's caller (Leg.Caller) and is refused
+// on an account that is not the caller's fails with one error,
+// ErrDestinationUnavailable, whatever the rule was; on the caller's own
+// account the rule's own error stands. Nothing is written either way.
+func TestCreditCaller(t *testing.T) {
+	env := ledgertest.New(t)
+	const limit = int64(^uint64(0) >> 1)
+	cases := []struct {
+		name string
+		// open opens the destination as owner's (or not at all).
+		open func(t *testing.T, id, owner string)
+		// rule is the refusal the owner reads.
+		rule error
+	}{
+		{"unknown", func(*testing.T, string, string) {}, ledger.ErrAccountNotFound},
+		{"closed", func(t *testing.T, id, owner string) {
+			env.OpenAccountOf(t, id, owner, "USD", 0)
+			if err := env.Ledger.CloseAccount(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
+		}, ledger.ErrAccountClosed},
+		{"another currency", func(t *testing.T, id, owner string) { env.OpenAccountOf(t, id, owner, "EUR", 0) }, ledger.ErrCurrencyMismatch},
+		{"balance at its limit", func(t *testing.T, id, owner string) { env.OpenAccountOf(t, id, owner, "USD", limit) }, ledger.ErrBalanceLimit},
+	}
+	for _, tc := range cases {
+		for _, owner := range []string{ledgertest.Owner, mallory} {
+			name := tc.name + "/caller's own"
+			want := tc.rule
+			if owner == mallory {
+				name, want = tc.name+"/another caller's", ledger.ErrDestinationUnavailable
+			}
+			t.Run(name, func(t *testing.T) {
+				src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+				env.OpenAccount(t, src, "USD", 1000)
+				if tc.name == "unknown" && owner == ledgertest.Owner {
+					// No account is the caller's: it does not exist.
+					want = ledger.ErrDestinationUnavailable
+				}
+				tc.open(t, dst, owner)
+				tr := env.NewTransfer(t, src, dst, 300, "USD")
+				env.Post(t, tr, ledger.Debit)
+				leg := tr.Leg(ledger.Credit)
+				leg.Caller = ledgertest.Owner
+				before := env.Snapshot(t)
+				_, err := env.Ledger.Post(context.Background(), leg)
+				if !errors.Is(err, want) || !ledger.IsBusiness(err) {
+					t.Fatalf("Post = %v, want the business error %v", err, want)
+				}
+				if want == ledger.ErrDestinationUnavailable && errors.Is(err, tc.rule) {
+					t.Errorf("Post = %v: it still matches %v", err, tc.rule)
+				}
+				if d := before.Diff(env.Snapshot(t)); d != "" {
+					t.Errorf("a refused credit wrote:\n%s", d)
+				}
+				// Without a caller, the rule's own error.
+				if _, err := env.Ledger.Post(context.Background(), tr.Leg(ledger.Credit)); !errors.Is(err, tc.rule) {
+					t.Errorf("Post without a caller = %v, want %v", err, tc.rule)
+				}
+			})
+		}
+	}
+	t.Run("caller is not the transfer's", func(t *testing.T) {
+		src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+		env.OpenAccount(t, src, "USD", 1000)
+		env.OpenAccountOf(t, dst, mallory, "USD", 0)
+		tr := env.NewTransfer(t, src, dst, 300, "USD")
+		env.Post(t, tr, ledger.Debit)
+		leg := tr.Leg(ledger.Credit)
+		leg.Caller = mallory
+		if _, err := env.Ledger.Post(context.Background(), leg); !errors.Is(err, ledger.ErrFenced) {
+			t.Fatalf("Post = %v, want ErrFenced", err)
+		}
+	})
+	t.Run("only on a credit", func(t *testing.T) {
+		tr := transferFixture(t, env)
+		for _, kind := range []ledger.Kind{ledger.Debit, ledger.Refund} {
+			leg := tr.Leg(kind)
+			leg.Caller = ledgertest.Owner
+			var iv *ledger.InvalidInputError
+			if _, err := env.Ledger.Post(context.Background(), leg); !errors.As(err, &iv) || iv.Field != "Caller" {
+				t.Errorf("%s: Post = %v, want an invalid Caller", kind, err)
+			}
+		}
+	})
+}

@@ -167,8 +167,9 @@ func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
 		expression.Name(RecordAttrAmount).Equal(expression.Value(leg.Amount)),
 		expression.Name(RecordAttrCurrency).Equal(expression.Value(leg.Currency)),
 	)
-	if leg.Owner != "" {
-		cond = cond.And(expression.Name(idempotency.AttrScope).Equal(expression.Value(leg.Owner)))
+	if scope := leg.Owner + leg.Caller; scope != "" {
+		// At most one of them is set (Validate).
+		cond = cond.And(expression.Name(idempotency.AttrScope).Equal(expression.Value(scope)))
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
@@ -460,6 +461,8 @@ func fenceError(leg Leg, item map[string]types.AttributeValue) error {
 		return fmt.Errorf("%w: the leg's accounts, amount or currency are not the transfer's", ErrFenced)
 	case leg.Owner != "" && rec.Scope != leg.Owner:
 		return fmt.Errorf("%w: the leg's owner is not the transfer's caller", ErrFenced)
+	case leg.Caller != "" && rec.Scope != leg.Caller:
+		return fmt.Errorf("%w: the leg's caller is not the transfer's", ErrFenced)
 	}
 	return fmt.Errorf("%w: idempotency record is %s", ErrFenced, rec.Status)
 }
@@ -482,8 +485,29 @@ func debitError(leg Leg, item map[string]types.AttributeValue) error {
 }
 
 // accountError decides why the account update's condition failed from the
-// account as it was (ALL_OLD).
+// account as it was (ALL_OLD). For a credit with a Caller, a refusal on an
+// account that is not the caller's is ErrDestinationUnavailable.
 func accountError(leg Leg, item map[string]types.AttributeValue) error {
+	err := ruleError(leg, item)
+	if leg.Caller == "" || !IsBusiness(err) {
+		return err
+	}
+	var it accountItem
+	if len(item) > 0 {
+		if derr := attributevalue.UnmarshalMap(item, &it); derr != nil {
+			return unavailable(fmt.Errorf("decode account %s: %w", leg.AccountID, derr))
+		}
+	}
+	if it.Owner == leg.Caller {
+		return err
+	}
+	// The rule stays in the message, for the logs; the chain holds only
+	// ErrDestinationUnavailable.
+	return fmt.Errorf("account %s: %w (%s)", leg.AccountID, ErrDestinationUnavailable, err.Error())
+}
+
+// ruleError is the business rule the account (ALL_OLD) breaks.
+func ruleError(leg Leg, item map[string]types.AttributeValue) error {
 	if len(item) == 0 {
 		if leg.Owner != "" {
 			// Whether another caller's account exists is not the

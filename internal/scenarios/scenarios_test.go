@@ -192,7 +192,8 @@ func executionStoppedDuringCredit(t *testing.T, s *suite) {
 
 // creditFailsPermanently proves the workflow's own reversal: a credit to
 // an account that does not exist is refunded, the transfer FAILED with
-// reversed = true, and its replay is 422 account_not_found.
+// reversed = true, and its replay is 422 destination_unavailable (an
+// account that does not exist is not the caller's).
 func creditFailsPermanently(t *testing.T, s *suite) {
 	sc := s.begin(t, "CHF")
 	src := sc.open("s04.src", 1000)
@@ -202,7 +203,7 @@ func creditFailsPermanently(t *testing.T, s *suite) {
 	sc.waitSettled("s04-nobody")
 
 	sc.rest()
-	sc.expect(sc.check(), "s04-nobody", req, reversed("AccountNotFound", "account_not_found"))
+	sc.expect(sc.check(), "s04-nobody", req, reversed("DestinationUnavailable", "destination_unavailable"))
 }
 
 // markCompletedFailed proves that a transfer whose credit committed is

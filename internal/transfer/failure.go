@@ -24,6 +24,10 @@ const (
 	CodeAccountClosed     = "AccountClosed"
 	CodeBalanceLimit      = "BalanceLimitExceeded"
 	CodeForbidden         = "Forbidden"
+	// CodeDestinationUnavailable: a credit refused on an account that is
+	// not the caller's (or no account), whatever the rule: the precise
+	// refusal is not the caller's to learn.
+	CodeDestinationUnavailable = "DestinationUnavailable"
 )
 
 // Codes of the failures that are no business refusal but still final.
@@ -64,7 +68,8 @@ func (k FailureKind) String() string {
 // leg, a stored failure's code).
 func ClassifyFailure(code string) FailureKind {
 	switch code {
-	case CodeInsufficientFunds, CodeAccountNotFound, CodeCurrencyMismatch, CodeAccountClosed, CodeBalanceLimit, CodeForbidden:
+	case CodeInsufficientFunds, CodeAccountNotFound, CodeCurrencyMismatch, CodeAccountClosed, CodeBalanceLimit, CodeForbidden,
+		CodeDestinationUnavailable:
 		return Business
 	case CodeTimedOut, CodeAborted:
 		return Settled

@@ -193,7 +193,7 @@ func parse(body []byte) (r Request, verr *ValidationError, readable bool) {
 	}
 	if w.Reference != nil {
 		r.Reference = *w.Reference
-		if !validReference(r.Reference) || strings.ContainsRune(r.Reference, utf8.RuneError) && loneSurrogateIn(body) {
+		if !validReference(r.Reference) {
 			verr.add("reference", "invalid_reference", fmt.Sprintf("reference must be at most %d characters of printable text", MaxReferenceLength))
 		}
 	}
@@ -448,58 +448,20 @@ func amount(verr *ValidationError, raw json.RawMessage, currency string) int64 {
 	return n
 }
 
+// validReference: at most MaxReferenceLength printable characters, none of
+// them U+FFFD. U+FFFD is what text damaged on the way turns into: API
+// Gateway hands the function a non-binary body with each invalid UTF-8
+// byte replaced by it, and decoding JSON turns a lone UTF-16 surrogate
+// escape into it. Refusing it keeps two bodies that differ only in damaged
+// bytes from sharing one canonical form, and one key's transfer.
 func validReference(s string) bool {
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxReferenceLength {
 		return false
 	}
 	for _, r := range s {
-		if !unicode.IsPrint(r) {
+		if !unicode.IsPrint(r) || r == utf8.RuneError {
 			return false
 		}
 	}
 	return true
-}
-
-// loneSurrogateIn reports whether the reference of body, a request whose
-// names were checked, holds a \u escape of a lone UTF-16 surrogate.
-// Decoding turns each into U+FFFD, so two different references would share
-// one canonical form, as with invalid UTF-8.
-func loneSurrogateIn(body []byte) bool {
-	var w struct {
-		Reference json.RawMessage `json:"reference"`
-	}
-	if json.Unmarshal(body, &w) != nil {
-		return false
-	}
-	s := string(w.Reference)
-	hex4 := func(i int) rune {
-		if i+6 > len(s) || s[i] != '\\' || s[i+1] != 'u' {
-			return -1
-		}
-		n, err := strconv.ParseUint(s[i+2:i+6], 16, 16)
-		if err != nil {
-			return -1
-		}
-		return rune(n)
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' {
-			continue
-		}
-		c := hex4(i)
-		switch {
-		case c == -1:
-			i++ // a short escape: skip the escaped character
-		case 0xd800 <= c && c < 0xdc00:
-			if low := hex4(i + 6); low < 0xdc00 || low > 0xdfff {
-				return true
-			}
-			i += 11
-		case 0xdc00 <= c && c <= 0xdfff:
-			return true
-		default:
-			i += 5
-		}
-	}
-	return false
 }

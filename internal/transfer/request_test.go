@@ -25,8 +25,8 @@ func TestParseRequestValid(t *testing.T) {
 			Request{SourceAccountID: "a", DestinationAccountID: "b", Amount: maxAmount, Currency: "JPY"}},
 		{"fields in any order and whitespace", " {\"currency\":\"GBP\",\n\"amount\": 7, \"destinationAccountId\":\"x:1\",\"sourceAccountId\":\"y.2\"}\n",
 			Request{SourceAccountID: "y.2", DestinationAccountID: "x:1", Amount: 7, Currency: "GBP"}},
-		{"escaped reference", `{"sourceAccountId":"a","destinationAccountId":"b","amount":1,"currency":"EUR","reference":"\ud83d\ude00 \ufffd\\ud800"}`,
-			Request{SourceAccountID: "a", DestinationAccountID: "b", Amount: 1, Currency: "EUR", Reference: "\U0001F600 \uFFFD\\ud800"}},
+		{"escaped reference", `{"sourceAccountId":"a","destinationAccountId":"b","amount":1,"currency":"EUR","reference":"\ud83d\ude00 \u00e9\\ud800"}`,
+			Request{SourceAccountID: "a", DestinationAccountID: "b", Amount: 1, Currency: "EUR", Reference: "\U0001F600 \u00e9\\ud800"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,6 +82,8 @@ func TestParseRequestInvalid(t *testing.T) {
 		{"reference with a lone high surrogate", `{` + valid + `,"amount":5,"reference":"a\ud800b"}`, "reference", "invalid_reference"},
 		{"reference with a lone low surrogate", `{` + valid + `,"amount":5,"reference":"\ufffd\udc00"}`, "reference", "invalid_reference"},
 		{"reference with swapped surrogates", `{` + valid + `,"amount":5,"reference":"\ude00\ud83d"}`, "reference", "invalid_reference"},
+		{"reference with U+FFFD", `{` + valid + `,"amount":5,"reference":"rent �"}`, "reference", "invalid_reference"},
+		{"reference with an escaped U+FFFD", `{` + valid + `,"amount":5,"reference":"rent \ufffd"}`, "reference", "invalid_reference"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 func TestOneClassification(t *testing.T) {
 	errs := []error{
 		ledger.ErrInsufficientFunds, ledger.ErrAccountNotFound, ledger.ErrCurrencyMismatch, ledger.ErrAccountClosed,
-		ledger.ErrBalanceLimit, ledger.ErrForbidden, ledger.ErrFenced, ledger.ErrVoided, ledger.ErrDebitMissing,
+		ledger.ErrBalanceLimit, ledger.ErrForbidden, ledger.ErrDestinationUnavailable, ledger.ErrFenced, ledger.ErrVoided, ledger.ErrDebitMissing,
 		ledger.ErrNothingToRefund, ledger.ErrAlreadyRefunded, ledger.ErrAlreadyCredited, ledger.ErrInvalidInput,
 		ledger.ErrUnavailable, errors.New("anything else"),
 	}
@@ -54,9 +54,11 @@ func TestOneClassification(t *testing.T) {
 		caught = append(caught, c.ErrorEquals...)
 	}
 	slices.Sort(caught)
-	// A credit's refusals: the destination's rules (the owner is checked
-	// on the debit, funds only on the source).
-	want := []string{transfer.CodeAccountClosed, transfer.CodeAccountNotFound, transfer.CodeBalanceLimit, transfer.CodeCurrencyMismatch}
+	// A credit's refusals: the destination's rules, or one answer for all
+	// of them on another caller's account (the owner is checked on the
+	// debit, funds only on the source).
+	want := []string{transfer.CodeAccountClosed, transfer.CodeAccountNotFound, transfer.CodeBalanceLimit, transfer.CodeCurrencyMismatch,
+		transfer.CodeDestinationUnavailable}
 	if !slices.Equal(caught, want) {
 		t.Errorf("the Credit state catches %v, want the credit's business refusals %v", caught, want)
 	}

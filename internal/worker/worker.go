@@ -12,13 +12,21 @@
 // A DEBIT worker that enforces ownership (EnforceOwnership) passes the
 // task's caller scope to the ledger as the leg's owner: a debit of an
 // account that is not the transfer's caller's is a business rejection,
-// Forbidden, voided and answered like any other.
+// Forbidden, voided and answered like any other. A CREDIT worker that
+// enforces ownership passes it as the leg's caller: a credit refused on an
+// account that is not the caller's (or that does not exist) fails with
+// DestinationUnavailable, whatever the rule, so that a caller learns
+// nothing of another caller's account from its transfer's outcome.
+//
+// A business refusal is logged with its code at INFO and its detail (the
+// account's currency, state or balance) at DEBUG only.
 //
 // Other failures come back as Lambda function errors whose errorType is
 // one of the Type constants, so the state machine's Retry and Catch match
 // them by name:
 //
-//	AccountNotFound, CurrencyMismatch, AccountClosed, BalanceLimitExceeded
+//	AccountNotFound, CurrencyMismatch, AccountClosed, BalanceLimitExceeded,
+//	DestinationUnavailable
 //	    business rule failures of a CREDIT (or a REFUND): the leg wrote
 //	    nothing (Catch: Refund after a credit).
 //	TransferFenced
@@ -76,13 +84,16 @@ const (
 	TypeAccountClosed     = transfer.CodeAccountClosed
 	TypeBalanceLimit      = transfer.CodeBalanceLimit
 	TypeForbidden         = transfer.CodeForbidden
-	TypeTransferFenced    = "TransferFenced"
-	TypeDebitMissing      = "DebitMissing"
-	TypeNothingToRefund   = "NothingToRefund"
-	TypeTransferRefunded  = "TransferRefunded"
-	TypeTransferCredited  = "TransferCredited"
-	TypeInvalidTask       = "InvalidTask"
-	TypeLedgerUnavailable = "LedgerUnavailable"
+	// TypeDestinationUnavailable: a CREDIT refused on an account that is
+	// not the transfer's caller's, whatever the rule (EnforceOwnership).
+	TypeDestinationUnavailable = transfer.CodeDestinationUnavailable
+	TypeTransferFenced         = "TransferFenced"
+	TypeDebitMissing           = "DebitMissing"
+	TypeNothingToRefund        = "NothingToRefund"
+	TypeTransferRefunded       = "TransferRefunded"
+	TypeTransferCredited       = "TransferCredited"
+	TypeInvalidTask            = "InvalidTask"
+	TypeLedgerUnavailable      = "LedgerUnavailable"
 )
 
 // errorTypes maps the ledger's errors to errorType names. Errors matching
@@ -98,6 +109,7 @@ var errorTypes = []struct {
 	{ledger.ErrAccountClosed, TypeAccountClosed},
 	{ledger.ErrBalanceLimit, TypeBalanceLimit},
 	{ledger.ErrForbidden, TypeForbidden},
+	{ledger.ErrDestinationUnavailable, TypeDestinationUnavailable},
 	{ledger.ErrFenced, TypeTransferFenced},
 	{ledger.ErrVoided, TypeTransferFenced},
 	{ledger.ErrDebitMissing, TypeDebitMissing},
@@ -141,8 +153,9 @@ type Task struct {
 	// kept once settled; when positive, the Result carries ExpiresAt.
 	RetentionSeconds int64 `json:"retentionSeconds,omitempty"`
 	// Scope is the caller scope of the transfer (its record's), sent to
-	// the DEBIT only: the account's owner must be this scope when the
-	// worker enforces ownership.
+	// the DEBIT and the CREDIT: when the worker enforces ownership, the
+	// debited account's owner must be this scope, and a credit refused on
+	// an account that is not this scope's is DestinationUnavailable.
 	Scope string `json:"scope,omitempty"`
 	// Attempt is the transfer's attempt the execution runs (the workflow
 	// input's): the leg commits only while it is the record's current
@@ -238,7 +251,7 @@ func taskField(kind ledger.Kind, legField string) string {
 		return "amount"
 	case "Currency":
 		return "currency"
-	case "Owner":
+	case "Owner", "Caller":
 		return "scope"
 	case "Attempt":
 		return "attempt"
@@ -262,8 +275,10 @@ type Option func(*Worker)
 // EnforceOwnership makes a DEBIT worker post the leg with the task's Scope
 // as its owner (ledger.Leg.Owner): the debit commits only on an account of
 // the transfer's caller, under a record of that caller, and is rejected
-// with Forbidden otherwise. A task without a Scope is an InvalidTask. It
-// changes nothing for other kinds.
+// with Forbidden otherwise. It makes a CREDIT worker post the leg with the
+// task's Scope as its caller (ledger.Leg.Caller): a refusal on an account
+// that is not the caller's is DestinationUnavailable. A task without a
+// Scope is an InvalidTask. It changes nothing for a REFUND.
 func EnforceOwnership() Option { return func(w *Worker) { w.owned = true } }
 
 // New returns the worker of a leg kind. A nil logger means slog.Default().
@@ -292,11 +307,15 @@ func (w *Worker) verb() string { return strings.ToLower(string(w.kind)) }
 // constants.
 func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 	leg := task.leg(w.kind)
-	if w.owned && w.kind == ledger.Debit {
+	if w.owned && w.kind != ledger.Refund {
 		if task.Scope == "" {
 			return Result{}, w.fail(ctx, task, &ledger.InvalidInputError{Field: "Owner", Problem: "must name the transfer's caller"})
 		}
-		leg.Owner = task.Scope
+		if w.kind == ledger.Debit {
+			leg.Owner = task.Scope
+		} else {
+			leg.Caller = task.Scope
+		}
 	}
 	entry, err := w.post(ctx, leg)
 	var voided *ledger.VoidedError
@@ -307,6 +326,7 @@ func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 		return w.rejected(ctx, task, voided.Reason, voided.Detail, "replayed"), nil
 	case w.kind == ledger.Debit && transfer.ClassifyFailure(ErrorType(err)) == transfer.Business:
 		name := ErrorType(err)
+		w.refusalDetail(ctx, task, err)
 		res, verr := w.poster.Void(ctx, leg, name, businessMessage(name, leg))
 		if verr != nil {
 			return Result{}, w.fail(ctx, task, fmt.Errorf("make the rejection (%s) final: %w", name, verr))
@@ -467,15 +487,33 @@ func (w *Worker) fail(ctx context.Context, task Task, err error) error {
 	if name == TypeTransferFenced {
 		metrics.Incr(ctx, w.log, metrics.LegFenced, metrics.Service(metrics.ServiceWorker), slog.String("Leg", string(w.kind)))
 	}
-	w.log.LogAttrs(ctx, level, "leg failed",
+	attrs := []slog.Attr{
 		slog.String("transferId", task.TransferID),
 		slog.String("recordKey", task.RecordKey),
 		slog.String("leg", string(w.kind)),
 		slog.String("outcome", name),
 		slog.String("class", class.String()),
+	}
+	if class == ledger.ClassBusiness {
+		// The refusal's detail is the account's (its currency, state or
+		// balance), which may be another caller's: DEBUG only.
+		w.refusalDetail(ctx, task, err)
+	} else {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	w.log.LogAttrs(ctx, level, "leg failed", attrs...)
+	return messages.InvokeResponse_Error{Type: name, Message: message}
+}
+
+// refusalDetail logs a business refusal's whole error at DEBUG, beside the
+// account ids.
+func (w *Worker) refusalDetail(ctx context.Context, task Task, err error) {
+	w.log.LogAttrs(ctx, slog.LevelDebug, "leg refusal detail",
+		slog.String("transferId", task.TransferID),
+		slog.String("recordKey", task.RecordKey),
+		slog.String("leg", string(w.kind)),
 		slog.String("error", err.Error()),
 	)
-	return messages.InvokeResponse_Error{Type: name, Message: message}
 }
 
 // businessMessage is the sentence a client reads when the ledger refuses a
@@ -494,6 +532,10 @@ func businessMessage(name string, l ledger.Leg) string {
 		return fmt.Sprintf("Account %s cannot hold a larger balance.", l.AccountID)
 	case TypeForbidden:
 		return fmt.Sprintf("The caller may not debit account %s.", l.AccountID)
+	case TypeDestinationUnavailable:
+		// Neither the account's currency nor its state: it may be
+		// another caller's.
+		return "The destination account cannot receive this transfer."
 	}
 	return fmt.Sprintf("The ledger refused the %s on account %s.", strings.ToLower(string(l.Kind)), l.AccountID)
 }

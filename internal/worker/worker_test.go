@@ -50,6 +50,22 @@ func (b *logBuffer) last(t *testing.T) map[string]any {
 	return rec
 }
 
+// records are the log records.
+func (b *logBuffer) records(t *testing.T) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
 // invoke runs h through aws-lambda-go's own runtime entry point (the
 // net/rpc Function, which shares the Runtime API loop's error conversion),
 // so the error document is the one Lambda hands to Step Functions.
@@ -271,7 +287,40 @@ func scenarios() []scenario {
 				task.Scope = ""
 				return task
 			}},
-		{name: "owned credit ignores the scope", kind: ledger.Credit, owned: true, setup: standard(ledger.Debit), wantOutcome: "committed"},
+		{name: "owned credit to the caller's account", kind: ledger.Credit, owned: true, setup: standard(ledger.Debit), wantOutcome: "committed"},
+		{name: "owned credit to the caller's closed account", kind: ledger.Credit, owned: true, wantType: worker.TypeAccountClosed, wantMessage: "is closed",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				task := standard(ledger.Debit)(t, env)
+				if err := env.Ledger.CloseAccount(context.Background(), task.DestinationAccountID); err != nil {
+					t.Fatalf("CloseAccount: %v", err)
+				}
+				return task
+			}},
+		{name: "owned credit to another caller's account in another currency", kind: ledger.Credit, owned: true,
+			wantType: worker.TypeDestinationUnavailable, wantMessage: "cannot receive",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+				env.OpenAccount(t, src, "USD", 1000)
+				env.OpenAccountOf(t, dst, mallory, "GBP", 0)
+				tr := env.NewTransfer(t, src, dst, 300, "USD")
+				env.Post(t, tr, ledger.Debit)
+				return taskOf(tr)
+			}},
+		{name: "owned credit to an unknown account", kind: ledger.Credit, owned: true,
+			wantType: worker.TypeDestinationUnavailable, wantMessage: "cannot receive",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				src := ledgertest.ID("src")
+				env.OpenAccount(t, src, "USD", 1000)
+				tr := env.NewTransfer(t, src, ledgertest.ID("ghost"), 300, "USD")
+				env.Post(t, tr, ledger.Debit)
+				return taskOf(tr)
+			}},
+		{name: "owned credit without a scope", kind: ledger.Credit, owned: true, wantType: worker.TypeInvalidTask, wantMessage: "scope",
+			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
+				task := standard(ledger.Debit)(t, env)
+				task.Scope = ""
+				return task
+			}},
 	}
 }
 
@@ -334,7 +383,7 @@ func TestWorker(t *testing.T) {
 					// for its client, so they speak of accounts only.
 					business := doc.Type == worker.TypeInsufficientFunds || doc.Type == worker.TypeAccountNotFound ||
 						doc.Type == worker.TypeCurrencyMismatch || doc.Type == worker.TypeAccountClosed ||
-						doc.Type == worker.TypeBalanceLimit
+						doc.Type == worker.TypeBalanceLimit || doc.Type == worker.TypeDestinationUnavailable
 					if !business && !strings.Contains(doc.Message, task.TransferID) {
 						t.Errorf("message %q does not name the transfer", doc.Message)
 					}
@@ -492,6 +541,98 @@ func TestNew(t *testing.T) {
 			w, err := worker.New(tc.kind, tc.poster, nil)
 			if (err == nil) != tc.ok || (w != nil) != tc.ok {
 				t.Errorf("New = %v, %v; want ok %v", w, err, tc.ok)
+			}
+		})
+	}
+}
+
+// A refused leg logs its refusal's code at INFO and the refusal's detail
+// (the account's currency, state or balance) at DEBUG only: the INFO log
+// of a leg tells nothing of the account that another caller may own.
+func TestRefusalLogs(t *testing.T) {
+	env := ledgertest.New(t)
+	cases := []struct {
+		name  string
+		kind  ledger.Kind
+		owned bool
+		setup func(t *testing.T) worker.Task
+		// code is the refusal's code, at INFO; secrets are what only the
+		// DEBUG lines may tell.
+		code    string
+		secrets []string
+	}{
+		{"credit to an account in another currency", ledger.Credit, false, func(t *testing.T) worker.Task {
+			src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+			env.OpenAccount(t, src, "USD", 1000)
+			env.OpenAccountOf(t, dst, mallory, "GBP", 0)
+			tr := env.NewTransfer(t, src, dst, 300, "USD")
+			env.Post(t, tr, ledger.Debit)
+			return taskOf(tr)
+		}, worker.TypeCurrencyMismatch, []string{"GBP", "currency mismatch"}},
+		{"owned credit to another caller's full account", ledger.Credit, true, func(t *testing.T) worker.Task {
+			src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+			env.OpenAccount(t, src, "USD", 1000)
+			env.OpenAccountOf(t, dst, mallory, "USD", math.MaxInt64-1)
+			tr := env.NewTransfer(t, src, dst, 300, "USD")
+			env.Post(t, tr, ledger.Debit)
+			return taskOf(tr)
+		}, worker.TypeDestinationUnavailable, []string{fmt.Sprint(int64(math.MaxInt64 - 1)), "balance limit"}},
+		{"credit to a closed account", ledger.Credit, false, func(t *testing.T) worker.Task {
+			task := standard(ledger.Debit)(t, env)
+			if err := env.Ledger.CloseAccount(context.Background(), task.DestinationAccountID); err != nil {
+				t.Fatal(err)
+			}
+			return task
+		}, worker.TypeAccountClosed, []string{"account closed"}},
+		{"debit without the funds", ledger.Debit, true, func(t *testing.T) worker.Task {
+			src, dst := ledgertest.ID("src"), ledgertest.ID("dst")
+			env.OpenAccount(t, src, "USD", 299)
+			env.OpenAccount(t, dst, "USD", 0)
+			return taskOf(env.NewTransfer(t, src, dst, 300, "USD"))
+		}, worker.TypeInsufficientFunds, []string{"insufficient funds"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			task := tc.setup(t)
+			var logs logBuffer
+			var opts []worker.Option
+			if tc.owned {
+				opts = append(opts, worker.EnforceOwnership())
+			}
+			w, err := worker.New(tc.kind, env.Ledger, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			payload, err := json.Marshal(task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			invoke(t, w, payload)
+			var info, debug strings.Builder
+			coded := false
+			for _, rec := range logs.records(t) {
+				line, _ := json.Marshal(rec)
+				if rec["level"] == slog.LevelDebug.String() {
+					debug.Write(line)
+					continue
+				}
+				info.Write(line)
+				if rec["code"] == tc.code || rec["outcome"] == tc.code {
+					coded = true
+				}
+			}
+			if !coded {
+				t.Errorf("no INFO line carries the code %s:\n%s", tc.code, info.String())
+			}
+			for _, s := range append(tc.secrets, task.DestinationAccountID, task.SourceAccountID) {
+				if strings.Contains(info.String(), s) {
+					t.Errorf("an INFO line tells %q:\n%s", s, info.String())
+				}
+			}
+			for _, s := range tc.secrets {
+				if !strings.Contains(debug.String(), s) {
+					t.Errorf("no DEBUG line tells %q:\n%s", s, debug.String())
+				}
 			}
 		})
 	}

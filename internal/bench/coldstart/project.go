@@ -303,14 +303,18 @@ func (p *project) task(kind ledger.Kind) func(ctx context.Context, n int) ([]byt
 		if err := p.markInProgress(ctx, rec.Key); err != nil {
 			return nil, err
 		}
-		if kind == ledger.Debit {
+		if kind != ledger.Refund {
+			// The debit and the credit answer for the transfer's caller.
 			t.Scope = p.scope
-		} else if _, err := p.ledger.Post(ctx, ledger.Leg{
-			Kind: ledger.Debit, TransferID: t.TransferID, RecordKey: t.RecordKey,
-			AccountID: t.SourceAccountID, CounterpartyAccountID: t.DestinationAccountID,
-			Amount: t.Amount, Currency: t.Currency, Owner: p.scope,
-		}); err != nil {
-			return nil, fmt.Errorf("post the debit of %s: %w", t.TransferID, err)
+		}
+		if kind != ledger.Debit {
+			if _, err := p.ledger.Post(ctx, ledger.Leg{
+				Kind: ledger.Debit, TransferID: t.TransferID, RecordKey: t.RecordKey,
+				AccountID: t.SourceAccountID, CounterpartyAccountID: t.DestinationAccountID,
+				Amount: t.Amount, Currency: t.Currency, Owner: p.scope,
+			}); err != nil {
+				return nil, fmt.Errorf("post the debit of %s: %w", t.TransferID, err)
+			}
 		}
 		return json.Marshal(t)
 	}

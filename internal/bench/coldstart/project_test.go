@@ -92,7 +92,7 @@ func TestProjectFunctionsFromTheTemplate(t *testing.T) {
 	}{
 		{"orchestrator", "./functions/orchestrator", true, true},
 		{"debit", "./functions/debit", false, true},
-		{"credit", "./functions/credit", false, false},
+		{"credit", "./functions/credit", false, true},
 		{"refund", "./functions/refund", false, false},
 		{"reaper", "./functions/reaper", true, false},
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -61,6 +62,15 @@ func NewProbe() *Probe {
 // appended to APIOptions and its transport inside any WorkflowDynamoDB
 // already set.
 func (p *Probe) Options(opts stack.Options) stack.Options {
+	// The benchmark sends far more than a caller's rate limit on
+	// purpose: no limit unless the options set one.
+	if _, set := opts.Parameters["CallerRateLimit"]; !set {
+		opts.Parameters = maps.Clone(opts.Parameters)
+		if opts.Parameters == nil {
+			opts.Parameters = map[string]string{}
+		}
+		opts.Parameters["CallerRateLimit"] = "0"
+	}
 	opts.APIOptions = append(append([]func(*middleware.Stack) error(nil), opts.APIOptions...), p.addMiddleware)
 	outer := opts.WorkflowDynamoDB
 	opts.WorkflowDynamoDB = func(next http.RoundTripper) http.RoundTripper {

@@ -27,6 +27,7 @@ const (
 	respIntegrationFailure   = "INTEGRATION_FAILURE"
 	respBadRequestParameters = "BAD_REQUEST_PARAMETERS"
 	respBadRequestBody       = "BAD_REQUEST_BODY"
+	respWAFFiltered          = "WAF_FILTERED"
 )
 
 // gatewayResponse is one entry of x-amazon-apigateway-gateway-responses.

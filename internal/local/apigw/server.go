@@ -29,6 +29,20 @@ const (
 	DefaultIntegrationTimeout = 29 * time.Second
 	// DefaultMaxBodyBytes is API Gateway's payload limit (10 MB).
 	DefaultMaxBodyBytes = 10 << 20
+	// DefaultMaxHeaderBytes caps the request line and headers near API
+	// Gateway's limit of about 10 KB for them; larger requests are
+	// refused with 431.
+	DefaultMaxHeaderBytes = 10 << 10
+	// DefaultReadTimeout bounds reading a whole request, headers and
+	// body: a client that stalls its body is cut off.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout bounds how long a kept-alive connection waits
+	// for its next request.
+	DefaultIdleTimeout = 60 * time.Second
+	// headerSlack is what net/http accepts beyond http.Server's
+	// MaxHeaderBytes (its bufio slop, 4096 bytes in go1.26's
+	// net/http/server.go initialReadLimitSize).
+	headerSlack = 4096
 )
 
 // Invoker invokes Lambda functions by name; *lambdarun.Registry is one.
@@ -77,9 +91,27 @@ type Config struct {
 	// nothing is validated and refusals get API Gateway's default body,
 	// {"message": "..."}.
 	Definition []byte
+	// CallerRate limits each caller's requests, as the stack's web ACL
+	// does in front of the deployed API; the zero value is no limit.
+	CallerRate RateLimit
+	// ReadTimeout bounds reading one whole request, headers and body
+	// (DefaultReadTimeout); IdleTimeout bounds a kept-alive connection's
+	// wait for its next request (DefaultIdleTimeout); MaxHeaderBytes caps
+	// the request line and headers (DefaultMaxHeaderBytes). They apply to
+	// the HTTPServer.
+	ReadTimeout    time.Duration
+	IdleTimeout    time.Duration
+	MaxHeaderBytes int
 	// Now is the clock of requestTime (time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+}
+
+// RateLimit is a per-caller request limit: at most Limit requests of one
+// caller within any Window. The zero value is no limit.
+type RateLimit struct {
+	Limit  int
+	Window time.Duration
 }
 
 // Server is the local REST API. It is an http.Handler.
@@ -105,7 +137,8 @@ type Config struct {
 // With Config.Definition, every refusal of the server is the definition's
 // gateway response for its type (a 404 is RESOURCE_NOT_FOUND, a 405
 // DEFAULT_4XX, a refused caller MISSING_AUTHENTICATION_TOKEN, a body over
-// MaxBodyBytes REQUEST_TOO_LARGE, the request validator's refusals
+// MaxBodyBytes REQUEST_TOO_LARGE, a caller over Config.CallerRate
+// WAF_FILTERED, the request validator's refusals
 // BAD_REQUEST_PARAMETERS and BAD_REQUEST_BODY, a function error
 // DEFAULT_5XX, a timeout INTEGRATION_TIMEOUT), falling back to DEFAULT_4XX
 // or DEFAULT_5XX. Serve it on Listener(ln) so that requests the HTTP
@@ -121,6 +154,8 @@ type Server struct {
 	// by type; both nil without a Definition.
 	spec      *spec.Spec
 	responses map[string]*gatewayResponse
+	// limiter applies Config.CallerRate; nil without a limit.
+	limiter *callerLimiter
 }
 
 // DefaultCaller is the caller of requests without an Authorization header.
@@ -143,6 +178,15 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxHeaderBytes <= headerSlack {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -150,7 +194,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: log.With("apiId", cfg.APIID, "stage", cfg.Stage), stagePath: "/" + cfg.Stage}
+	s := &Server{cfg: cfg, log: log.With("apiId", cfg.APIID, "stage", cfg.Stage), stagePath: "/" + cfg.Stage,
+		limiter: newCallerLimiter(cfg.CallerRate, cfg.Now)}
 	for _, bt := range cfg.BinaryMediaTypes {
 		s.binary = append(s.binary, strings.ToLower(strings.ReplaceAll(bt, "~1", "/")))
 	}
@@ -223,6 +268,23 @@ func (s *Server) loadDefinition(def []byte) error {
 	return nil
 }
 
+// HTTPServer is an HTTP server of s with the connection limits of Config:
+// a request must arrive whole within ReadTimeout (headers within the
+// lesser of it and 10 s), an idle kept-alive connection is closed after
+// IdleTimeout, and a request line and headers over MaxHeaderBytes are
+// refused with 431. Serve it on s.Listener so that its own refusals are
+// the gateway's responses.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
+		ReadTimeout:       s.cfg.ReadTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		// net/http reads up to MaxHeaderBytes plus its slack.
+		MaxHeaderBytes: s.cfg.MaxHeaderBytes - headerSlack,
+	}
+}
+
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -269,6 +331,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if !s.limiter.allow(caller.ARN) {
+		// The web ACL answers before API Gateway reads the request.
+		log.Info("request refused by the per-caller rate limit", "caller", caller.ARN)
+		s.refuse(w, requestID, wafFiltered)
+		return
+	}
+
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		s.refuse(w, requestID, tooLarge)
 		return
@@ -302,6 +371,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 var (
+	// wafFiltered is API Gateway's answer to a request its web ACL
+	// blocked: 403 unless the WAF_FILTERED gateway response says
+	// otherwise.
+	wafFiltered   = refusal{typ: respWAFFiltered, status: http.StatusForbidden, errorType: "WAFFilteredException", message: "Forbidden"}
 	tooLarge      = refusal{typ: respRequestTooLarge, status: http.StatusRequestEntityTooLarge, errorType: "RequestTooLongException", message: "Request Too Long"}
 	internalError = refusal{typ: respDefault5XX, status: http.StatusInternalServerError, errorType: "InternalServerErrorException", message: "Internal server error"}
 	badGateway    = refusal{typ: respDefault5XX, status: http.StatusBadGateway, errorType: "InternalServerErrorException", message: "Internal server error"}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -478,9 +479,14 @@ func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]strin
 			return err
 		}
 	}
+	rate, err := callerRate(tpl, env)
+	if err != nil {
+		return err
+	}
 	srv, err := apigw.NewServer(apigw.Config{
 		Routes: rs, Invoker: st.Functions, Stage: stage, AccountID: AccountID, APIID: "local",
 		Definition: definition, Logger: st.log.With("component", "apigateway"),
+		CallerRate: rate,
 	})
 	if err != nil {
 		return err
@@ -493,10 +499,33 @@ func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]strin
 		return fmt.Errorf("API: %w", err)
 	}
 	st.APIURL = "http://" + ln.Addr().String()
-	st.api = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	st.api = srv.HTTPServer()
 	st.apiDone = make(chan error, 1)
 	go func() { st.apiDone <- st.api.Serve(srv.Listener(ln)) }()
 	return nil
+}
+
+// CallerRateWindow is the window of the web ACL's per-caller rate rule
+// (its EvaluationWindowSec), which the local API applies too.
+const CallerRateWindow = 60 * time.Second
+
+// callerRate is the per-caller limit the template's web ACL puts in front
+// of the API: CallerRateLimit requests per CallerRateWindow, 0 for none.
+// A template without the parameter has no limit.
+func callerRate(tpl *cfn.Template, env cfn.Env) (apigw.RateLimit, error) {
+	r, err := cfn.NewResolver(tpl, env)
+	if err != nil {
+		return apigw.RateLimit{}, err
+	}
+	v, ok := r.Parameter("CallerRateLimit")
+	if !ok {
+		return apigw.RateLimit{}, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return apigw.RateLimit{}, fmt.Errorf("parameter CallerRateLimit: %q is not a number of requests", v)
+	}
+	return apigw.RateLimit{Limit: n, Window: CallerRateWindow}, nil
 }
 
 // apiStage is the StageName of the API resource id.

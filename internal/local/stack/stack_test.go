@@ -87,6 +87,41 @@ func TestStack(t *testing.T) {
 		}
 	})
 
+	// The template's CallerRateLimit (300 requests per 60 s by default)
+	// applies to the local API as the web ACL applies it to the deployed
+	// one: a caller over it is answered 429 problem+json with
+	// Retry-After, others are served meanwhile.
+	t.Run("per-caller rate limit", func(t *testing.T) {
+		get := func(caller string) *http.Response {
+			t.Helper()
+			req, err := http.NewRequest(http.MethodGet, st.APIURL+"/accounts/nobody", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+caller)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp
+		}
+		const defaultLimit = 300
+		for i := range defaultLimit {
+			if resp := get("flood"); resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("request %d within the limit: %d, want 404", i+1, resp.StatusCode)
+			}
+		}
+		resp := get("flood")
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+			resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Fatalf("request over the limit: %d %v, want 429 problem+json with Retry-After", resp.StatusCode, resp.Header)
+		}
+		if resp := get("quiet"); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("another caller: %d, want 404", resp.StatusCode)
+		}
+	})
+
 	t.Run("status change reaches the bus", func(t *testing.T) {
 		root, err := ddblocal.ModuleRoot(".")
 		if err != nil {
@@ -115,7 +150,7 @@ func TestStack(t *testing.T) {
 		}
 		// No record exists for this transfer, so MarkInProgress's
 		// condition fails and the execution ends FAILED (TransferFenced).
-		input := `{"recordKey":"missing","transferId":"t-missing","createdAt":"2026-01-01T00:00:00.000Z","request":{"sourceAccountId":"a","destinationAccountId":"b","amount":1,"currency":"EUR","reference":""}}`
+		input := `{"recordKey":"missing","transferId":"t-missing","createdAt":"2026-01-01T00:00:00.000Z","request":{"sourceAccountId":"a","destinationAccountId":"b","amount":1,"currency":"EUR","reference":""},"attempt":0}`
 		out, err := sfn.NewFromConfig(st.AWS).StartExecution(ctx, &sfn.StartExecutionInput{
 			StateMachineArn: aws.String(st.StateMachines["TransferStateMachine"]),
 			Name:            aws.String("t-missing"),
