@@ -217,12 +217,15 @@ func (e RequestTooLargeCode) Valid() bool {
 
 // Defines values for ThrottledCode.
 const (
-	ThrottledCodeThrottled ThrottledCode = "throttled"
+	ThrottledCodeRateLimited ThrottledCode = "rate_limited"
+	ThrottledCodeThrottled   ThrottledCode = "throttled"
 )
 
 // Valid indicates whether the value is a known member of the ThrottledCode enum.
 func (e ThrottledCode) Valid() bool {
 	switch e {
+	case ThrottledCodeRateLimited:
+		return true
 	case ThrottledCodeThrottled:
 		return true
 	default:
@@ -298,12 +301,15 @@ func (e GetAccount404ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 
 // Defines values for GetAccount429ApplicationProblemPlusJSONResponseBodyCode.
 const (
-	GetAccount429ApplicationProblemPlusJSONResponseBodyCodeThrottled GetAccount429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
+	GetAccount429ApplicationProblemPlusJSONResponseBodyCodeRateLimited GetAccount429ApplicationProblemPlusJSONResponseBodyCode = "rate_limited"
+	GetAccount429ApplicationProblemPlusJSONResponseBodyCodeThrottled   GetAccount429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
 )
 
 // Valid indicates whether the value is a known member of the GetAccount429ApplicationProblemPlusJSONResponseBodyCode enum.
 func (e GetAccount429ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 	switch e {
+	case GetAccount429ApplicationProblemPlusJSONResponseBodyCodeRateLimited:
+		return true
 	case GetAccount429ApplicationProblemPlusJSONResponseBodyCodeThrottled:
 		return true
 	default:
@@ -454,12 +460,15 @@ func (e ListEntries404ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 
 // Defines values for ListEntries429ApplicationProblemPlusJSONResponseBodyCode.
 const (
-	ListEntries429ApplicationProblemPlusJSONResponseBodyCodeThrottled ListEntries429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
+	ListEntries429ApplicationProblemPlusJSONResponseBodyCodeRateLimited ListEntries429ApplicationProblemPlusJSONResponseBodyCode = "rate_limited"
+	ListEntries429ApplicationProblemPlusJSONResponseBodyCodeThrottled   ListEntries429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
 )
 
 // Valid indicates whether the value is a known member of the ListEntries429ApplicationProblemPlusJSONResponseBodyCode enum.
 func (e ListEntries429ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 	switch e {
+	case ListEntries429ApplicationProblemPlusJSONResponseBodyCodeRateLimited:
+		return true
 	case ListEntries429ApplicationProblemPlusJSONResponseBodyCodeThrottled:
 		return true
 	default:
@@ -595,12 +604,15 @@ func (e ListTransfers403ApplicationProblemPlusJSONResponseBodyCode) Valid() bool
 
 // Defines values for ListTransfers429ApplicationProblemPlusJSONResponseBodyCode.
 const (
-	ListTransfers429ApplicationProblemPlusJSONResponseBodyCodeThrottled ListTransfers429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
+	ListTransfers429ApplicationProblemPlusJSONResponseBodyCodeRateLimited ListTransfers429ApplicationProblemPlusJSONResponseBodyCode = "rate_limited"
+	ListTransfers429ApplicationProblemPlusJSONResponseBodyCodeThrottled   ListTransfers429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
 )
 
 // Valid indicates whether the value is a known member of the ListTransfers429ApplicationProblemPlusJSONResponseBodyCode enum.
 func (e ListTransfers429ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 	switch e {
+	case ListTransfers429ApplicationProblemPlusJSONResponseBodyCodeRateLimited:
+		return true
 	case ListTransfers429ApplicationProblemPlusJSONResponseBodyCodeThrottled:
 		return true
 	default:
@@ -772,12 +784,13 @@ func (e CreateTransfer415ApplicationProblemPlusJSONResponseBodyCode) Valid() boo
 
 // Defines values for CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode.
 const (
-	AccountClosed        CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "account_closed"
-	AccountNotFound      CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "account_not_found"
-	CurrencyMismatch     CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "currency_mismatch"
-	IdempotencyKeyReused CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "idempotency_key_reused"
-	InsufficientFunds    CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "insufficient_funds"
-	TransferFailed       CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "transfer_failed"
+	AccountClosed          CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "account_closed"
+	AccountNotFound        CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "account_not_found"
+	CurrencyMismatch       CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "currency_mismatch"
+	DestinationUnavailable CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "destination_unavailable"
+	IdempotencyKeyReused   CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "idempotency_key_reused"
+	InsufficientFunds      CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "insufficient_funds"
+	TransferFailed         CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode = "transfer_failed"
 )
 
 // Valid indicates whether the value is a known member of the CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode enum.
@@ -788,6 +801,8 @@ func (e CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode) Valid() boo
 	case AccountNotFound:
 		return true
 	case CurrencyMismatch:
+		return true
+	case DestinationUnavailable:
 		return true
 	case IdempotencyKeyReused:
 		return true
@@ -802,12 +817,15 @@ func (e CreateTransfer422ApplicationProblemPlusJSONResponseBodyCode) Valid() boo
 
 // Defines values for CreateTransfer429ApplicationProblemPlusJSONResponseBodyCode.
 const (
-	CreateTransfer429ApplicationProblemPlusJSONResponseBodyCodeThrottled CreateTransfer429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
+	CreateTransfer429ApplicationProblemPlusJSONResponseBodyCodeRateLimited CreateTransfer429ApplicationProblemPlusJSONResponseBodyCode = "rate_limited"
+	CreateTransfer429ApplicationProblemPlusJSONResponseBodyCodeThrottled   CreateTransfer429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
 )
 
 // Valid indicates whether the value is a known member of the CreateTransfer429ApplicationProblemPlusJSONResponseBodyCode enum.
 func (e CreateTransfer429ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 	switch e {
+	case CreateTransfer429ApplicationProblemPlusJSONResponseBodyCodeRateLimited:
+		return true
 	case CreateTransfer429ApplicationProblemPlusJSONResponseBodyCodeThrottled:
 		return true
 	default:
@@ -937,12 +955,15 @@ func (e GetTransfer404ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 
 // Defines values for GetTransfer429ApplicationProblemPlusJSONResponseBodyCode.
 const (
-	GetTransfer429ApplicationProblemPlusJSONResponseBodyCodeThrottled GetTransfer429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
+	GetTransfer429ApplicationProblemPlusJSONResponseBodyCodeRateLimited GetTransfer429ApplicationProblemPlusJSONResponseBodyCode = "rate_limited"
+	GetTransfer429ApplicationProblemPlusJSONResponseBodyCodeThrottled   GetTransfer429ApplicationProblemPlusJSONResponseBodyCode = "throttled"
 )
 
 // Valid indicates whether the value is a known member of the GetTransfer429ApplicationProblemPlusJSONResponseBodyCode enum.
 func (e GetTransfer429ApplicationProblemPlusJSONResponseBodyCode) Valid() bool {
 	switch e {
+	case GetTransfer429ApplicationProblemPlusJSONResponseBodyCodeRateLimited:
+		return true
 	case GetTransfer429ApplicationProblemPlusJSONResponseBodyCodeThrottled:
 		return true
 	default:
@@ -1169,8 +1190,10 @@ type TransferRequest struct {
 	// Currency ISO 4217 code, upper case.
 	Currency             Currency  `json:"currency"`
 	DestinationAccountId AccountId `json:"destinationAccountId"`
-	Reference            *string   `json:"reference,omitempty"`
-	SourceAccountId      AccountId `json:"sourceAccountId"`
+
+	// Reference Printable text. U+FFFD, the replacement character that invalid UTF-8 turns into on the way, is refused.
+	Reference       *string   `json:"reference,omitempty"`
+	SourceAccountId AccountId `json:"sourceAccountId"`
 }
 
 // Cursor defines model for Cursor.

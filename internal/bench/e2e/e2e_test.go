@@ -218,7 +218,7 @@ func TestCaptureRecordsTheTransfersOperationsInOrder(t *testing.T) {
 		{"OrchestratorFunction", "TransactWriteItems(Put, ConditionCheck)"}, // the reservation, owner checked
 		{ByWorkflow, "UpdateItem"}, // MarkInProgress
 		{"DebitFunction", "TransactWriteItems(ConditionCheck, Put, Update)"},
-		{"CreditFunction", "TransactWriteItems(ConditionCheck, Put, Update, ConditionCheck, ConditionCheck)"},
+		{"CreditFunction", "TransactWriteItems(ConditionCheck, Put, Update, ConditionCheck, ConditionCheck, Update)"}, // its last Update releases the source's held amount
 		{ByWorkflow, "UpdateItem"}, // MarkCompleted
 	}
 	if got := summarize(mix); !slices.Equal(got, want) {
