@@ -23,7 +23,7 @@ ENV ?= dev
 PORT ?= 3000
 
 .PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template build \
-	build-check sam-validate deploy clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
+	build-check sam-validate deploy docs-parameters clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
 
@@ -96,9 +96,27 @@ fuzz-ci: ## each fuzz target for 50,000 inputs, as CI does
 # 8 clients for 30 s with duplicates, reused keys and refusals, then the
 # checks (money conserved, every accepted transfer settled). LOAD_FLAGS
 # passes flags, e.g. LOAD_FLAGS='-clients 32 -rate 100 -duration 1m'.
-load: ## load against a running make local (LOAD_FLAGS)
+# With STACK_NAME, against that deployed stack instead: its outputs give
+# the URL (cmd/stackenv) and requests are SigV4-signed.
+load: ## load against a running make local, or STACK_NAME=name (LOAD_FLAGS)
 	$(GO) build -o bin/load ./cmd/load
+ifdef STACK_NAME
+	@env=$$($(GO) run ./cmd/stackenv -stack '$(STACK_NAME)') || exit 1; eval "$$env"; \
+	  echo "bin/load -url $$API_URL $(LOAD_FLAGS)"; bin/load -url "$$API_URL" $(LOAD_FLAGS)
+else
 	bin/load -url http://127.0.0.1:$(PORT) $(LOAD_FLAGS)
+endif
+
+# The end-to-end suite (integration/) against the deployed stack
+# STACK_NAME: cmd/stackenv reads its outputs and parameters with
+# DescribeStacks, requests are SigV4-signed with the default credentials.
+# SECOND_AWS_PROFILE=profile adds the second caller's case (see
+# docs/deploy.md). Without STACK_NAME, make test runs the suite locally.
+integration: ## the end-to-end suite against a deployed stack (STACK_NAME=name)
+	@test -n '$(STACK_NAME)' || { echo "make integration needs STACK_NAME=<stack name> (the local suite runs in make test)"; exit 2; }
+	@env=$$($(GO) run ./cmd/stackenv -stack '$(STACK_NAME)') || exit 1; eval "$$env"; \
+	  echo "API_URL=$$API_URL AWS_REGION=$$AWS_REGION"; \
+	  $(GO) test -count=1 -tags integration -timeout 30m ./integration/
 
 # The benchmark (cmd/bench): the request path against the conventional
 # pattern and DynamoDB Local's own rate at 1, 8 and 32 clients, end to end
@@ -178,6 +196,11 @@ SAM ?= $(or $(shell command -v sam 2>/dev/null),$(SAM_VENV)/bin/sam)
 deploy: $(if $(filter $(SAM_VENV)/bin/sam,$(SAM)),$(SAM_VENV)/bin/sam) ## sam build and sam deploy to ENV=dev (default) or ENV=prod
 	SAM_CLI_TELEMETRY=0 $(SAM) build --config-env $(ENV)
 	SAM_CLI_TELEMETRY=0 $(SAM) deploy --config-env $(ENV)
+
+# docs/deploy.md's parameter table, generated from template.yaml; the
+# internal/doccheck tests fail when it is stale.
+docs-parameters: ## regenerate docs/deploy.md's parameter table from template.yaml
+	$(GO) run ./cmd/paramtable
 
 clean: ## remove bin/, .aws-sam/ and .local/
 	rm -rf bin .aws-sam .local
