@@ -78,7 +78,7 @@ func TestParameterTable(t *testing.T) {
 var codeSpans = regexp.MustCompile("(?s)```.*?```|`[^`\n]+`")
 
 // makeCommand is a make command in code: make, then a target.
-var makeCommand = regexp.MustCompile(`(?m)(?:^|[\s;&|($])make\s+((?:[A-Z_]+=\S+\s+)*)([a-z][a-z0-9-]*)`)
+var makeCommand = regexp.MustCompile("(?m)(?:^|[\\s;&|($`])make\\s+((?:[A-Z_]+=\\S+\\s+)*)([a-z][a-zA-Z0-9-]*)")
 
 // makeTargets are the Makefile's explicit targets.
 func makeTargets(t *testing.T) map[string]bool {
@@ -256,6 +256,35 @@ func TestSlug(t *testing.T) {
 	} {
 		if got := slug(tc.heading); got != tc.want {
 			t.Errorf("slug(%q) = %q, want %q", tc.heading, got, tc.want)
+		}
+	}
+}
+
+// TestRunbookCoversEveryAlarm: every alarm of the template has a heading
+// in the runbook that names it.
+func TestRunbookCoversEveryAlarm(t *testing.T) {
+	tpl, err := cfn.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alarms := tpl.ResourcesOfType("AWS::CloudWatch::Alarm")
+	if len(alarms) == 0 {
+		t.Fatal("template.yaml has no alarms: is the type right?")
+	}
+	const runbook = "docs/operations/runbook.md"
+	var headings []string
+	for _, m := range heading.FindAllStringSubmatch(read(t, runbook), -1) {
+		headings = append(headings, m[1])
+	}
+	for _, a := range alarms {
+		found := false
+		for _, h := range headings {
+			for _, name := range strings.Split(h, ",") {
+				found = found || strings.TrimSpace(name) == a.LogicalID
+			}
+		}
+		if !found {
+			t.Errorf("%s has no heading for the alarm %s (what fired, what to check, what to do)", runbook, a.LogicalID)
 		}
 	}
 }
