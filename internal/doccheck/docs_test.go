@@ -288,3 +288,37 @@ func TestRunbookCoversEveryAlarm(t *testing.T) {
 		}
 	}
 }
+
+// goCommand is a go command in code, up to the end of its line.
+var goCommand = regexp.MustCompile("(?m)(?:^|[\\s;&|($`])go (?:test|run|build|vet|tool)\\b[^\n`]*")
+
+// packagePath is a relative package path of a go command.
+var packagePath = regexp.MustCompile(`(?:^|\s)(\./[\w./-]*)`)
+
+// placeholder is a path segment in capitals, such as ./PACKAGE/.
+var placeholder = regexp.MustCompile(`(^|/)[A-Z_]+(/|$)`)
+
+// TestGoPackagesExist: every ./path a go command in the docs names is a
+// directory of the repository.
+func TestGoPackagesExist(t *testing.T) {
+	checked := 0
+	for _, p := range pages(t) {
+		for _, code := range codeSpans.FindAllString(read(t, p), -1) {
+			for _, cmd := range goCommand.FindAllString(code, -1) {
+				for _, m := range packagePath.FindAllStringSubmatch(cmd, -1) {
+					dir := strings.TrimSuffix(strings.TrimSuffix(m[1], "..."), "/")
+					if placeholder.MatchString(dir) {
+						continue // ./PACKAGE/: a placeholder, not a path
+					}
+					checked++
+					if st, err := os.Stat(filepath.Join(root, dir)); err != nil || !st.IsDir() {
+						t.Errorf("%s runs %q on %s, which is no directory of the repository", p, strings.TrimSpace(cmd), m[1])
+					}
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("checked only %d package paths: is the pattern still right?", checked)
+	}
+}
