@@ -3,6 +3,7 @@ package doccheck
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -320,5 +321,32 @@ func TestGoPackagesExist(t *testing.T) {
 	}
 	if checked < 10 {
 		t.Errorf("checked only %d package paths: is the pattern still right?", checked)
+	}
+}
+
+// TestBareMakeInstallsNothing: a bare `make` prints the targets; it
+// installs no scanner, SAM CLI or npm package unasked.
+func TestBareMakeInstallsNothing(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	out, err := exec.Command("make", "-n", "-C", root).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n: %v\n%s", err, out)
+	}
+	// Nor does it lint, test or build: whether or not the tools are there.
+	for _, installer := range []string{"pip", "npm", "venv", "go mod download", "checkov", "cfn-lint", "go test", "go build"} {
+		if strings.Contains(string(out), installer) {
+			t.Errorf("a bare make would run %s:\n%s", installer, out)
+		}
+	}
+	help, err := exec.Command("make", "-s", "-C", root, "help").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"local", "test", "build", "deploy", "integration", "load", "sam-validate", "docs-parameters"} {
+		if !regexp.MustCompile(`(?m)^  ` + target + `\s`).Match(help) {
+			t.Errorf("make help does not list %s:\n%s", target, help)
+		}
 	}
 }
