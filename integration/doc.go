@@ -26,7 +26,11 @@
 //
 // # Against a deployed stack
 //
-// Set API_URL to the stack's ApiUrl output (with the stage, e.g.
+//	make integration STACK_NAME=exactlyonce-transfers-dev
+//
+// reads the variables below from the stack (cmd/stackenv: its outputs,
+// region and parameters, with DescribeStacks) and runs the suite. By hand:
+// set API_URL to the stack's ApiUrl output (with the stage, e.g.
 // https://abc123.execute-api.eu-west-1.amazonaws.com/v1) and the tables the
 // stack created:
 //

@@ -114,7 +114,7 @@ func TestLoadAgainstTheLocalStack(t *testing.T) {
 		if code != 0 {
 			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 		}
-		for _, want := range []string{"sent 100 requests", "p99.9", "EUR 300000 before, 300000 after", "OK: money conserved"} {
+		for _, want := range []string{"sent 100 requests", "p99.9", "EUR 3,000.00 before, EUR 3,000.00 after", "OK: money conserved"} {
 			if !strings.Contains(stdout.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, stdout.String())
 			}

@@ -177,11 +177,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "load:", err)
 		return 2
 	}
+	// The whole summary, failures included, goes to stdout: one stream
+	// to read or to redirect.
 	report(stdout, cfg, res)
 	if !res.ok() {
-		for _, f := range res.failures {
-			fmt.Fprintln(stderr, "load: FAIL:", f)
-		}
 		return 1
 	}
 	return 0
@@ -318,7 +317,13 @@ func report(w io.Writer, cfg config, r *result) {
 	n := r.stats.total()
 	fmt.Fprintf(w, "\nsent %d requests in %s: %.1f req/s (%d clients)\n", n, r.elapsed.Round(time.Millisecond), float64(n)/r.elapsed.Seconds(), cfg.clients)
 	fmt.Fprintln(w, "\nanswers")
-	writeHistogram(w, r.stats.histogram())
+	hist := r.stats.histogram()
+	writeHistogram(w, hist)
+	for _, b := range hist {
+		if note, ok := answerNotes[b.Label]; ok {
+			fmt.Fprintf(w, "  %s: %s\n", b.Label, note)
+		}
+	}
 	fmt.Fprintln(w, "\nlatency")
 	r.stats.writeLatency(w)
 	var outcomes []string
@@ -329,13 +334,26 @@ func report(w io.Writer, cfg config, r *result) {
 	for _, c := range sortedKeys(r.before) {
 		after := "?"
 		if v, ok := r.after[c]; ok {
-			after = fmt.Sprint(v)
+			after = seed.Major(v, c)
 		}
-		fmt.Fprintf(w, "balances: %s %d before, %s after, over %d accounts\n", c, r.before[c], after, len(cfg.accounts))
+		fmt.Fprintf(w, "balances: %s before, %s after, over %d accounts\n", seed.Major(r.before[c], c), after, len(cfg.accounts))
 	}
 	if r.ok() {
 		fmt.Fprintln(w, "OK: money conserved, every accepted transfer terminal, no answer broke the contract")
-	} else {
-		fmt.Fprintf(w, "FAILED: %d checks\n", len(r.failures))
+		return
 	}
+	fmt.Fprintf(w, "FAILED: %d checks\n", len(r.failures))
+	for _, f := range r.failures {
+		fmt.Fprintln(w, "  FAIL:", f)
+	}
+}
+
+// answerNotes explain the answers of a run that are not errors: every new
+// transfer is first answered 202, so a 422 with a transfer's problem is a
+// duplicate replaying a transfer that had settled FAILED, and a reused
+// key's 422 is the refusal the contract asks for.
+var answerNotes = map[string]string{
+	"200":                        "duplicates replaying a COMPLETED transfer",
+	"422 insufficient_funds":     "duplicates replaying a transfer that settled FAILED (its first answer was 202)",
+	"422 idempotency_key_reused": "keys sent again with another body, refused as they must be (nothing stored)",
 }

@@ -15,10 +15,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,7 +68,7 @@ func parseFlags(args []string, output io.Writer) (*config, error) {
 	fs.StringVar(&c.sfnAddr, "sfn-addr", "127.0.0.1", "the IP address the Step Functions endpoint listens on; 0.0.0.0 makes it reachable from Docker containers (sam local), and from the network: it has no authentication")
 	fs.BoolVar(&c.seed, "seed", true, "open the demo accounts demo-alice and demo-bob")
 	fs.StringVar(&c.dataDir, "data", "", "keep DynamoDB Local's data in this folder (default: in memory)")
-	fs.BoolVar(&c.verbose, "v", false, "log at debug level")
+	fs.BoolVar(&c.verbose, "v", false, "log every request, execution and function line (DEBUG); without it, the runtime's INFO lines and the functions' warnings and errors")
 	fs.DurationVar(&c.ttlInterval, "ttl-interval", time.Minute, "how often expired items are deleted from tables with Time to Live (0: never)")
 	fs.DurationVar(&c.ttlLag, "ttl-lag", 0, "how long after its expiry an item becomes deletable")
 	fs.DurationVar(&c.firstSweep, "first-sweep-after", 30*time.Second, "when the sweeper first runs after the start (then at its SweepSchedule)")
@@ -121,16 +123,37 @@ func run() error {
 		return err
 	}
 
-	level := slog.LevelInfo
+	// Without -v: the runtime's INFO lines, and the functions' warnings
+	// and errors. With -v: every line, a request's and a function's
+	// included.
+	level, functionLevel := slog.LevelInfo, slog.LevelWarn
 	if c.verbose {
-		level = slog.LevelDebug
+		level, functionLevel = slog.LevelDebug, slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(quietFunctions{next: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}), functionLevel: functionLevel})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, err := stack.Start(ctx, c.stackOptions(log))
+	opts := c.stackOptions(log)
+	var opened []string
+	if c.seed {
+		// Before the API opens, so that its first request finds them.
+		opts.Ready = func(ctx context.Context, st *stack.Stack) error {
+			led, err := ledger.New(dynamodb.NewFromConfig(st.AWS), ledger.Config{
+				LedgerTable: st.Tables["LedgerTable"], IdempotencyTable: st.Tables["IdempotencyTable"],
+			})
+			if err != nil {
+				return err
+			}
+			created, err := seed.Open(ctx, led, seed.Demo)
+			for i, ok := range created {
+				opened = append(opened, seed.Describe(ctx, led, seed.Demo[i], ok))
+			}
+			return err
+		}
+	}
+	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -142,24 +165,7 @@ func run() error {
 		}
 	}()
 
-	if c.seed {
-		led, err := ledger.New(dynamodb.NewFromConfig(st.AWS), ledger.Config{
-			LedgerTable: st.Tables["LedgerTable"], IdempotencyTable: st.Tables["IdempotencyTable"],
-		})
-		if err != nil {
-			return err
-		}
-		created, err := seed.Open(ctx, led, seed.Demo)
-		if err != nil {
-			return err
-		}
-		for i, ok := range created {
-			log.Info("demo account", "accountId", seed.Demo[i].ID, "opened", ok)
-		}
-	}
-
-	fmt.Fprintf(os.Stderr, "\nAPI            %s\nDynamoDB       %s\nStep Functions %s\nTables         %v\n",
-		st.APIURL, st.DynamoDBEndpoint, st.SFNEndpoint, st.Tables)
+	fmt.Fprint(os.Stderr, banner(st, opened, c.verbose))
 	if ip := net.ParseIP(c.sfnAddr); !ip.IsLoopback() {
 		fmt.Fprintf(os.Stderr, "Warning: the Step Functions endpoint listens on %s, without authentication: anyone who reaches this machine can start executions that move money in the local tables.\n",
 			net.JoinHostPort(c.sfnAddr, portOf(st.SFNEndpoint)))
@@ -171,6 +177,31 @@ func run() error {
 	}
 	fmt.Fprintln(os.Stderr, "stopping")
 	return nil
+}
+
+// banner is what make local prints once the stack is ready: its
+// endpoints, its tables and state machines, and the demo accounts, one per
+// line and aligned.
+func banner(st *stack.Stack, accounts []string, verbose bool) string {
+	var b strings.Builder
+	row := func(k, v string) { fmt.Fprintf(&b, "  %-15s %s\n", k, v) }
+	b.WriteString("\nReady.\n")
+	row("API", st.APIURL+"   (Authorization: Bearer NAME; default caller: local)")
+	row("DynamoDB", st.DynamoDBEndpoint)
+	row("Step Functions", st.SFNEndpoint)
+	for _, id := range slices.Sorted(maps.Keys(st.Tables)) {
+		row("Table", st.Tables[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(st.StateMachines)) {
+		row("State machine", st.StateMachines[id])
+	}
+	for _, a := range accounts {
+		row("Account", a)
+	}
+	if !verbose {
+		row("Logs", "the runtime's INFO lines and the functions' warnings and errors; -v (make local LOCAL_FLAGS=-v) logs every request and function line")
+	}
+	return b.String()
 }
 
 // portOf is the port of an http://host:port endpoint.

@@ -90,11 +90,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	created, err := seed.Open(ctx, led, accounts)
 	for i, ok := range created {
-		state := "exists, left as it is"
-		if ok {
-			state = "opened"
-		}
-		fmt.Printf("%s %s %d of %s: %s\n", accounts[i].ID, accounts[i].Currency, accounts[i].Balance, accounts[i].Owner, state)
+		fmt.Println(seed.Describe(ctx, led, accounts[i], ok))
 	}
 	return err
 }

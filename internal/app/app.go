@@ -12,7 +12,6 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/exactlyonce/transfers/internal/xray"
@@ -40,7 +39,7 @@ var Functions = map[string]Constructor{
 // the error logged, so the failed init shows in the function's logs.
 func Main(build Constructor) {
 	ctx := context.Background()
-	log := lambdacontext.NewLogger()
+	log := newLogger()
 	awsCfg, err := loadConfig(os.Getenv)
 	if err != nil {
 		log.Error("load AWS configuration", "error", err)

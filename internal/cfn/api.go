@@ -260,8 +260,16 @@ func functionOfURI(uri string, functionARNs map[string]string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	id, ok := functionARNs[arn]
-	return id, ok
+	if id, ok := functionARNs[arn]; ok {
+		return id, true
+	}
+	// A qualified ARN (an alias or a version) invokes its function:
+	// arn:aws:lambda:region:account:function:name:qualifier.
+	if parts := strings.Split(arn, ":"); len(parts) == 8 {
+		id, ok := functionARNs[strings.Join(parts[:7], ":")]
+		return id, ok
+	}
+	return "", false
 }
 
 // authorizerOf is the authorization of an operation: AWS_IAM for a

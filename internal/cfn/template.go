@@ -26,6 +26,7 @@ const (
 	TypeTable             = "AWS::DynamoDB::Table"
 	TypeServerlessFunc    = "AWS::Serverless::Function"
 	TypeLambdaFunc        = "AWS::Lambda::Function"
+	TypeLambdaAlias       = "AWS::Lambda::Alias"
 	TypeServerlessSM      = "AWS::Serverless::StateMachine"
 	TypeStepFunctionsSM   = "AWS::StepFunctions::StateMachine"
 	TypeServerlessAPI     = "AWS::Serverless::Api"
@@ -67,7 +68,15 @@ type Template struct {
 	ResourceOrder []string
 	Outputs       map[string]*Output
 	OutputOrder   []string
+
+	// aliases are the aliases SAM publishes for functions with
+	// AutoPublishAlias, by their generated logical ID
+	// ("<Function>Alias<name>").
+	aliases map[string]lambdaAlias
 }
+
+// lambdaAlias is an alias SAM generates: its function and its name.
+type lambdaAlias struct{ function, name string }
 
 // Parameter is an entry of the Parameters section.
 type Parameter struct {
@@ -172,6 +181,7 @@ func Parse(name string, data []byte) (*Template, error) {
 		Conditions: map[string]*Node{},
 		Resources:  map[string]*Resource{},
 		Outputs:    map[string]*Output{},
+		aliases:    map[string]lambdaAlias{},
 	}
 	if err := t.load(); err != nil {
 		return nil, err
@@ -483,6 +493,13 @@ func (t *Template) addImplicitResources() {
 		}
 		if r.Type != TypeServerlessFunc {
 			continue
+		}
+		// AutoPublishAlias: SAM publishes a version and points the alias
+		// "<Function>Alias<name>" at it; a Ref to the alias is its ARN.
+		if name, ok := r.Properties.Get("AutoPublishAlias").Str(); ok && name != "" {
+			aliasID := id + "Alias" + name
+			add(aliasID, TypeLambdaAlias, r.Line)
+			t.aliases[aliasID] = lambdaAlias{function: id, name: name}
 		}
 		events := r.Properties.Get("Events")
 		if !events.Is(KindMapping) {

@@ -317,7 +317,7 @@ func TestProjectTemplateViews(t *testing.T) {
 		}
 		for _, r := range doc.Routes() {
 			integ, _ := r.Operation.Extensions["x-amazon-apigateway-integration"].(map[string]any)
-			const uri = "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/arn:aws:lambda:us-east-1:123456789012:function:OrchestratorFunction/invocations"
+			const uri = "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/arn:aws:lambda:us-east-1:123456789012:function:OrchestratorFunction:live/invocations" // the live alias (AutoPublishAlias)
 			if integ["uri"] != uri || integ["type"] != "aws_proxy" {
 				t.Errorf("%s %s integration %v, want aws_proxy %s", r.Method, r.Path, integ, uri)
 			}

@@ -4,8 +4,11 @@ package seed
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
+
+	"golang.org/x/text/currency"
 
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/transfer"
@@ -83,4 +86,60 @@ func Open(ctx context.Context, o Opener, accounts []Account) ([]bool, error) {
 		created = append(created, ok)
 	}
 	return created, nil
+}
+
+// Major formats an amount in minor units in the currency's major units,
+// with its ISO 4217 number of decimals: Major(100000, "EUR") is
+// "EUR 1,000.00", Major(500, "JPY") is "JPY 500".
+func Major(minor int64, cur string) string {
+	scale := 2
+	if u, err := currency.ParseISO(cur); err == nil {
+		scale, _ = currency.Standard.Rounding(u)
+	}
+	neg := minor < 0
+	abs := new(big.Int).Abs(big.NewInt(minor)).String()
+	if len(abs) <= scale {
+		abs = strings.Repeat("0", scale-len(abs)+1) + abs
+	}
+	whole, frac := abs[:len(abs)-scale], abs[len(abs)-scale:]
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	s := b.String()
+	if scale > 0 {
+		s += "." + frac
+	}
+	if neg {
+		s = "-" + s
+	}
+	return cur + " " + s
+}
+
+// AccountReader reads an account as it is stored.
+type AccountReader interface {
+	Account(ctx context.Context, accountID string) (ledger.Account, error)
+}
+
+var _ AccountReader = (*ledger.Ledger)(nil)
+
+// Describe says what Open did with a: the account as asked when it was
+// created; else the account as it is (its own owner, currency and
+// balance), and which owner was asked when that is another.
+func Describe(ctx context.Context, r AccountReader, a Account, created bool) string {
+	if created {
+		return fmt.Sprintf("%s %s of %s: opened", a.ID, Major(a.Balance, a.Currency), a.Owner)
+	}
+	got, err := r.Account(ctx, a.ID)
+	if err != nil {
+		return fmt.Sprintf("%s: exists, left as it is (reading it failed: %v)", a.ID, err)
+	}
+	line := fmt.Sprintf("%s %s of %s: exists, left as it is", got.ID, Major(got.Balance, got.Currency), got.Owner)
+	if got.Owner != a.Owner {
+		line += fmt.Sprintf(" (not of %s, as asked)", a.Owner)
+	}
+	return line
 }

@@ -296,7 +296,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := s.log.With("requestId", requestID, "method", r.Method, "path", r.URL.Path)
 	rec := &statusRecorder{ResponseWriter: w}
 	defer func() {
-		log.Info("request", "status", rec.status, "duration", time.Since(start))
+		// Per request: DEBUG, so that a load run does not flood the log.
+		log.Debug("request", "status", rec.status, "duration", time.Since(start))
 	}()
 	w = rec
 
@@ -354,7 +355,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if rerr := s.validate(r, res, route, body); rerr != nil {
-		log.Info("request refused by the request validator", "responseType", rerr.ResponseType, "validation", rerr.Validation)
+		log.Debug("request refused by the request validator", "responseType", rerr.ResponseType, "validation", rerr.Validation)
 		s.refuse(w, requestID, refusal{typ: rerr.ResponseType, status: http.StatusBadRequest, errorType: "BadRequestException",
 			message: rerr.Message, validation: rerr.Validation})
 		return

@@ -3,6 +3,7 @@ package asl
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -268,7 +269,7 @@ func (r *runner) mapSetup(st *state, eff any, ctxObj *evalEnv) ([]any, int64, *E
 	}
 	limit := st.maxConcurrency
 	if st.maxConcurrencyPath != nil {
-		n, err := nonNegativeAt(st.maxConcurrencyPath, "MaxConcurrencyPath", eff, ctxObj)
+		n, err := maxConcurrencyAt(st.maxConcurrencyPath, eff, ctxObj)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -316,6 +317,20 @@ func nonNegativeAt(p *refPath, field string, eff any, ctxObj *evalEnv) (int64, *
 		return 0, newError(ErrRuntime, "%s '%s' must reference a non-negative integer, got %s", field, p, mustEncode(v))
 	}
 	return n, nil
+}
+
+// maxConcurrencyAt resolves MaxConcurrencyPath. Step Functions accepts a
+// non-negative integer there, or a string of one ("5"), as execution input
+// often carries numbers as strings.
+func maxConcurrencyAt(p *refPath, eff any, ctxObj *evalEnv) (int64, *Error) {
+	if v, ok := resolve(p, eff, ctxObj); ok {
+		if s, isString := v.(string); isString {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 && s == strconv.FormatInt(n, 10) {
+				return n, nil
+			}
+		}
+	}
+	return nonNegativeAt(p, "MaxConcurrencyPath", eff, ctxObj)
 }
 
 // pathText renders an optional path, "$" when absent.

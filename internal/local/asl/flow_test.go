@@ -312,13 +312,15 @@ func TestMapMaxConcurrency(t *testing.T) {
 		{"MaxConcurrency 1", `"MaxConcurrency":1`, 1},
 		{"MaxConcurrency 2", `"MaxConcurrency":2`, 2},
 		{"MaxConcurrencyPath 3", `"MaxConcurrencyPath":"$.limit"`, 3},
+		// Step Functions accepts a numeric string there too.
+		{"MaxConcurrencyPath to a numeric string", `"MaxConcurrencyPath":"$.limitText"`, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newConcurrency(tc.limit, 6)
 			inv := newInvoker(map[string]invokeFunc{"r": c.invoke})
 			def := `{"StartAt":"Map","States":{"Map":{"Type":"Map","ItemsPath":"$.xs",` + tc.field + `,
 			  "ItemProcessor":{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"r","End":true}}},"End":true}}}`
-			r := runDef(t, def, inv, `{"limit":3,"xs":[0,1,2,3,4,5]}`)
+			r := runDef(t, def, inv, `{"limit":3,"limitText":"2","xs":[0,1,2,3,4,5]}`)
 			wantSucceeded(t, r, `[0,1,2,3,4,5]`)
 			if c.peak != tc.limit {
 				t.Fatalf("peak concurrency %d, want %d", c.peak, tc.limit)

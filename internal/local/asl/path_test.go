@@ -210,7 +210,7 @@ func TestContextObject(t *testing.T) {
 	  "id.$":"$$.Execution.Id","name.$":"$$.Execution.Name","start.$":"$$.Execution.StartTime",
 	  "input.$":"$$.Execution.Input","role.$":"$$.Execution.RoleArn",
 	  "state.$":"$$.State.Name","entered.$":"$$.State.EnteredTime","stateKeys.$":"States.JsonToString($$.State)",
-	  "redrives.$":"$$.Execution.RedriveCount",
+	  "executionKeys.$":"States.JsonToString($$.Execution)",
 	  "smId.$":"$$.StateMachine.Id","smName.$":"$$.StateMachine.Name"}`)
 	r := runDef(t, def, nil, `{"amount":5}`)
 	if r.Status != StatusSucceeded {
@@ -229,9 +229,16 @@ func TestContextObject(t *testing.T) {
 		t.Fatalf("$$.State of a Pass state = %s, want only Name and EnteredTime", stateKeys)
 	}
 	delete(obj, "stateKeys")
+	// A first run's $$.Execution has no RedriveCount on AWS: only Id,
+	// Input, Name, RoleArn and StartTime.
+	execKeys, _ := obj["executionKeys"].(string)
+	if ex, err := decodeValue([]byte(execKeys)); err != nil || len(ex.(map[string]any)) != 5 || ex.(map[string]any)["RedriveCount"] != nil {
+		t.Fatalf("$$.Execution of a first run = %s, want Id, Input, Name, RoleArn and StartTime only", execKeys)
+	}
+	delete(obj, "executionKeys")
 	assertJSON(t, []byte(mustEncode(obj)), `{
 	  "id":"arn:aws:states:us-east-1:123456789012:execution:transfer:exec-1","name":"exec-1",
 	  "start":"2026-01-02T03:04:05.678Z","input":{"amount":5},"role":"arn:aws:iam::123456789012:role/transfer",
-	  "state":"P","redrives":0,
+	  "state":"P",
 	  "smId":"arn:aws:states:us-east-1:123456789012:stateMachine:transfer","smName":"transfer"}`)
 }

@@ -175,12 +175,14 @@ func (r *runner) contextObject(st *state, entered time.Time, retryCount int, var
 	}
 	return &evalEnv{vars: vars, m: r.m, ctx: map[string]any{
 		"Execution": map[string]any{
-			"Id":           r.exec.ID,
-			"Name":         r.exec.Name,
-			"StartTime":    formatTime(r.start),
-			"Input":        r.input,
-			"RoleArn":      r.exec.RoleArn,
-			"RedriveCount": intNumber(0),
+			"Id":        r.exec.ID,
+			"Name":      r.exec.Name,
+			"StartTime": formatTime(r.start),
+			"Input":     r.input,
+			"RoleArn":   r.exec.RoleArn,
+			// No RedriveCount: Step Functions adds it only to a redriven
+			// execution's context object, and the local runtime does not
+			// redrive.
 		},
 		"State": stateObj,
 		"StateMachine": map[string]any{

@@ -350,7 +350,7 @@ func (s *Server) startExecution(req startRequest) (*execution, *APIError) {
 	s.executions[arn] = e
 	s.running.Add(1)
 	go s.run(ctx, e)
-	s.log.Info("execution started", "execution", arn)
+	s.log.Debug("execution started", "execution", arn)
 	return e, nil
 }
 
@@ -376,7 +376,7 @@ func (s *Server) run(ctx context.Context, e *execution) {
 	}
 	finished := e.infoLocked()
 	s.mu.Unlock()
-	s.log.Info("execution finished", "execution", e.arn, "status", finished.Status)
+	s.log.Debug("execution finished", "execution", e.arn, "status", finished.Status)
 	s.publishStatus(finished)
 }
 

@@ -108,6 +108,12 @@ type Options struct {
 	// some transactions for seconds (see dynamoDBGate). 0 is
 	// DefaultDynamoDBConcurrency; negative sets no bound.
 	DynamoDBConcurrency int
+	// Ready, when set, runs once every part of the stack but the API has
+	// started (tables created, functions, state machines and rules
+	// loaded), before the API's port opens: what a client may expect to
+	// find on its first request (the demo accounts of make local) is put
+	// there. An error stops the start.
+	Ready func(ctx context.Context, st *Stack) error
 }
 
 // Stack is a running local stack.
@@ -269,6 +275,11 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	}
 	if err := st.startRules(tpl, env, names, async, opts.Schedules); err != nil {
 		return err
+	}
+	if opts.Ready != nil {
+		if err := opts.Ready(ctx, st); err != nil {
+			return err
+		}
 	}
 	if err := st.startAPI(tpl, env, names, opts.APIAddr); err != nil {
 		return err

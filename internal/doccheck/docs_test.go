@@ -1,0 +1,352 @@
+package doccheck
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/exactlyonce/transfers/internal/cfn"
+)
+
+// root is the repository root, from this package's directory.
+const root = "../.."
+
+// pages are the Markdown files the docs checks read: README.md, the
+// project files, docs/ and the other folders' pages, paths relative to
+// root.
+func pages(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	skip := map[string]bool{".git": true, ".tools": true, ".aws-sam": true, ".local": true, "bin": true, "node_modules": true}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && skip[d.Name()] {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				return err
+			}
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 10 {
+		t.Fatalf("found only %d Markdown pages: %q", len(out), out)
+	}
+	return out
+}
+
+func read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestParameterTable: docs/deploy.md's parameter table is template.yaml's
+// (regenerate it with make docs-parameters).
+func TestParameterTable(t *testing.T) {
+	want, err := ParameterTable(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := read(t, "docs/deploy.md")
+	spliced, err := Splice(page, want)
+	if err != nil {
+		t.Fatalf("docs/deploy.md: %v", err)
+	}
+	if spliced != page {
+		t.Errorf("docs/deploy.md's parameter table is not template.yaml's: run make docs-parameters")
+	}
+}
+
+// codeSpans are the inline code spans and fenced code blocks of a page:
+// where the docs give commands.
+var codeSpans = regexp.MustCompile("(?s)```.*?```|`[^`\n]+`")
+
+// makeCommand is a make command in code: make, then a target.
+var makeCommand = regexp.MustCompile("(?m)(?:^|[\\s;&|($`])make\\s+((?:[A-Z_]+=\\S+\\s+)*)([a-z][a-zA-Z0-9-]*)")
+
+// makeTargets are the Makefile's explicit targets.
+func makeTargets(t *testing.T) map[string]bool {
+	t.Helper()
+	targets := map[string]bool{}
+	rule := regexp.MustCompile(`^([a-zA-Z][\w-]*(?:\s+[a-zA-Z$][\w$()/.-]*)*)\s*:([^=]|$)`)
+	sc := bufio.NewScanner(strings.NewReader(read(t, "Makefile")))
+	for sc.Scan() {
+		if m := rule.FindStringSubmatch(sc.Text()); m != nil {
+			for _, name := range strings.Fields(m[1]) {
+				targets[name] = true
+			}
+		}
+	}
+	if !targets["local"] || !targets["test"] {
+		t.Fatalf("read no local or test target from the Makefile: %v", targets)
+	}
+	return targets
+}
+
+// TestMakeTargetsExist: every `make TARGET` the docs give is a target of
+// the Makefile.
+func TestMakeTargetsExist(t *testing.T) {
+	targets := makeTargets(t)
+	checked := 0
+	for _, p := range pages(t) {
+		for _, code := range codeSpans.FindAllString(read(t, p), -1) {
+			for _, m := range makeCommand.FindAllStringSubmatch(code, -1) {
+				checked++
+				if !targets[m[2]] {
+					t.Errorf("%s names `make %s`, which is no target of the Makefile", p, m[2])
+				}
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("checked only %d make commands: is the pattern still right?", checked)
+	}
+}
+
+// TestLocalPort: the local API's port in the docs is the Makefile's PORT
+// default, which is cmd/local's -port default.
+func TestLocalPort(t *testing.T) {
+	m := regexp.MustCompile(`(?m)^PORT \?= (\d+)$`).FindStringSubmatch(read(t, "Makefile"))
+	if m == nil {
+		t.Fatal("the Makefile has no PORT ?= N")
+	}
+	port := m[1]
+	if !strings.Contains(read(t, "cmd/local/main.go"), `fs.IntVar(&c.port, "port", `+port+",") {
+		t.Errorf("cmd/local's -port default is not the Makefile's PORT %s", port)
+	}
+	// An API call: a URL or host:port followed by an API route.
+	api := regexp.MustCompile(`(?:127\.0\.0\.1|localhost):(\d+)(?:/v1)?/(?:transfers|accounts)\b`)
+	checked := 0
+	for _, p := range pages(t) {
+		for _, m := range api.FindAllStringSubmatch(read(t, p), -1) {
+			checked++
+			if m[1] != port && !strings.Contains(read(t, p), "-port "+m[1]) && !strings.Contains(read(t, p), "PORT="+m[1]) {
+				t.Errorf("%s calls the local API on port %s; make local serves %s (and the page starts none on %s)", p, m[1], port, m[1])
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no page calls the local API: is the pattern still right?")
+	}
+}
+
+// TestStageName: a deployed API URL in the docs has the template's stage.
+func TestStageName(t *testing.T) {
+	tpl, err := cfn.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := tpl.Parameters["StageName"].Default
+	if stage == "" {
+		t.Fatal("template.yaml's StageName has no default")
+	}
+	url := regexp.MustCompile(`execute-api\.[A-Za-z0-9.{}$_-]+\.amazonaws\.com/([A-Za-z0-9_]+)`)
+	checked := 0
+	for _, p := range pages(t) {
+		for _, m := range url.FindAllStringSubmatch(read(t, p), -1) {
+			checked++
+			if m[1] != stage {
+				t.Errorf("%s has an API URL with stage %q; the template's StageName is %q", p, m[1], stage)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no page has a deployed API URL: is the pattern still right?")
+	}
+}
+
+// link is a Markdown link or image: [text](target).
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// heading is a Markdown heading line.
+var heading = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*\s*$`)
+
+// anchors are the GitHub anchors of a page's headings.
+func anchors(page string) map[string]bool {
+	out := map[string]bool{}
+	page = regexp.MustCompile("(?s)```.*?```").ReplaceAllString(page, "")
+	for _, m := range heading.FindAllStringSubmatch(page, -1) {
+		out[slug(m[1])] = true
+	}
+	return out
+}
+
+// slug is GitHub's anchor of a heading: lower case, punctuation dropped
+// (except - and _), spaces as -.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// TestLinks: every relative link of every page reaches a file, and its
+// #anchor a heading of that page.
+func TestLinks(t *testing.T) {
+	for _, p := range pages(t) {
+		text := codeSpans.ReplaceAllString(read(t, p), "")
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			dest := p
+			if file != "" {
+				dest = filepath.ToSlash(filepath.Join(filepath.Dir(p), file))
+				if _, err := os.Stat(filepath.Join(root, dest)); err != nil {
+					t.Errorf("%s links to %s, which does not exist", p, target)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(dest, ".md") && !anchors(read(t, dest))[anchor] {
+				t.Errorf("%s links to %s: %s has no heading #%s", p, target, dest, anchor)
+			}
+		}
+	}
+}
+
+// TestREADMEIndexesEveryPage: the README is short and links every page
+// under docs/.
+func TestREADMEIndexesEveryPage(t *testing.T) {
+	readme := read(t, "README.md")
+	if n := strings.Count(readme, "\n"); n > 200 {
+		t.Errorf("README.md has %d lines; keep it to about 200 and move detail to docs/", n)
+	}
+	var linked []string
+	for _, m := range link.FindAllStringSubmatch(readme, -1) {
+		linked = append(linked, strings.SplitN(m[1], "#", 2)[0])
+	}
+	for _, p := range pages(t) {
+		if strings.HasPrefix(p, "docs/") && !slices.Contains(linked, p) {
+			t.Errorf("README.md does not link %s", p)
+		}
+	}
+}
+
+func TestSlug(t *testing.T) {
+	for _, tc := range []struct{ heading, want string }{
+		{"Sample events", "sample-events"},
+		{"Who may move whose money", "who-may-move-whose-money"},
+		{"`make load`: what it prints", "make-load-what-it-prints"},
+		{"ApiServerErrorRateAlarm", "apiservererrorratealarm"},
+		{"Costs per 1,000 transfers", "costs-per-1000-transfers"},
+	} {
+		if got := slug(tc.heading); got != tc.want {
+			t.Errorf("slug(%q) = %q, want %q", tc.heading, got, tc.want)
+		}
+	}
+}
+
+// TestRunbookCoversEveryAlarm: every alarm of the template has a heading
+// in the runbook that names it.
+func TestRunbookCoversEveryAlarm(t *testing.T) {
+	tpl, err := cfn.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alarms := tpl.ResourcesOfType("AWS::CloudWatch::Alarm")
+	if len(alarms) == 0 {
+		t.Fatal("template.yaml has no alarms: is the type right?")
+	}
+	const runbook = "docs/operations/runbook.md"
+	var headings []string
+	for _, m := range heading.FindAllStringSubmatch(read(t, runbook), -1) {
+		headings = append(headings, m[1])
+	}
+	for _, a := range alarms {
+		found := false
+		for _, h := range headings {
+			for _, name := range strings.Split(h, ",") {
+				found = found || strings.TrimSpace(name) == a.LogicalID
+			}
+		}
+		if !found {
+			t.Errorf("%s has no heading for the alarm %s (what fired, what to check, what to do)", runbook, a.LogicalID)
+		}
+	}
+}
+
+// goCommand is a go command in code, up to the end of its line.
+var goCommand = regexp.MustCompile("(?m)(?:^|[\\s;&|($`])go (?:test|run|build|vet|tool)\\b[^\n`]*")
+
+// packagePath is a relative package path of a go command.
+var packagePath = regexp.MustCompile(`(?:^|\s)(\./[\w./-]*)`)
+
+// placeholder is a path segment in capitals, such as ./PACKAGE/.
+var placeholder = regexp.MustCompile(`(^|/)[A-Z_]+(/|$)`)
+
+// TestGoPackagesExist: every ./path a go command in the docs names is a
+// directory of the repository.
+func TestGoPackagesExist(t *testing.T) {
+	checked := 0
+	for _, p := range pages(t) {
+		for _, code := range codeSpans.FindAllString(read(t, p), -1) {
+			for _, cmd := range goCommand.FindAllString(code, -1) {
+				for _, m := range packagePath.FindAllStringSubmatch(cmd, -1) {
+					dir := strings.TrimSuffix(strings.TrimSuffix(m[1], "..."), "/")
+					if placeholder.MatchString(dir) {
+						continue // ./PACKAGE/: a placeholder, not a path
+					}
+					checked++
+					if st, err := os.Stat(filepath.Join(root, dir)); err != nil || !st.IsDir() {
+						t.Errorf("%s runs %q on %s, which is no directory of the repository", p, strings.TrimSpace(cmd), m[1])
+					}
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("checked only %d package paths: is the pattern still right?", checked)
+	}
+}
+
+// TestBareMakeInstallsNothing: a bare `make` prints the targets; it
+// installs no scanner, SAM CLI or npm package unasked.
+func TestBareMakeInstallsNothing(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	out, err := exec.Command("make", "-n", "-C", root).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n: %v\n%s", err, out)
+	}
+	// Nor does it lint, test or build: whether or not the tools are there.
+	for _, installer := range []string{"pip", "npm", "venv", "go mod download", "checkov", "cfn-lint", "go test", "go build"} {
+		if strings.Contains(string(out), installer) {
+			t.Errorf("a bare make would run %s:\n%s", installer, out)
+		}
+	}
+	help, err := exec.Command("make", "-s", "-C", root, "help").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"local", "test", "build", "deploy", "integration", "load", "sam-validate", "docs-parameters"} {
+		if !regexp.MustCompile(`(?m)^  ` + target + `\s`).Match(help) {
+			t.Errorf("make help does not list %s:\n%s", target, help)
+		}
+	}
+}
