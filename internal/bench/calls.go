@@ -6,16 +6,35 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 )
 
 // calls counts remote calls: one per attempt that reaches the transport,
-// retries included.
-type calls struct{ n atomic.Int64 }
+// retries included. Of them, reads counts the reads of an account's
+// owner (a GetItem of ownerTable), which the orchestrator sends
+// alongside its reservation when its container does not remember the
+// owner: they are reported apart from the budget.
+type calls struct {
+	n, reads   atomic.Int64
+	ownerTable string
+}
 
 func (c *calls) add(stack *middleware.Stack) error {
+	if c.ownerTable != "" {
+		if err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("countOwnerReads",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if get, ok := in.Parameters.(*dynamodb.GetItemInput); ok && aws.ToString(get.TableName) == c.ownerTable {
+					c.reads.Add(1)
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After); err != nil {
+			return err
+		}
+	}
 	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("countCalls",
 		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 			c.n.Add(1)
