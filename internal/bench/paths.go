@@ -48,8 +48,9 @@ const caller = "arn:aws:iam::123456789012:user/bench"
 const scope = "iam:" + caller
 
 // maxClients is the most clients a run may use: each has a source
-// account of its own, so that transactions checking the account do not
-// contend with each other's.
+// account of its own, so that no two clients' requests touch one account
+// (the baseline's owner reads, the orchestrator's when it does not
+// remember the owner).
 const maxClients = 64
 
 // duplicates is how many settled keys the duplicate requests cycle over.
