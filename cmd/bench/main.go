@@ -66,6 +66,7 @@ func run(cell time.Duration, rounds int, out, cpuprofile string) (failed int, er
 		defer f.Close()
 		prof = f
 	}
+	loadBefore := bench.LoadAverage()
 	probe := e2e.NewProbe()
 	st, err := stack.Start(ctx, probe.Options(stack.Options{}))
 	if err != nil {
@@ -84,7 +85,9 @@ func run(cell time.Duration, rounds int, out, cpuprofile string) (failed int, er
 		return 0, err
 	}
 	var report bytes.Buffer
-	if err := res.Markdown(&report, bench.DescribeMachine(root), plots); err != nil {
+	machine := bench.DescribeMachine(root)
+	machine.LoadBefore = loadBefore
+	if err := res.Markdown(&report, machine, plots); err != nil {
 		return 0, err
 	}
 	if err := appendProfiles(&report, filepath.Join(root, "bench", "profiles")); err != nil {

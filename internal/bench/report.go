@@ -21,13 +21,31 @@ import (
 type Machine struct {
 	CPU, Memory, Kernel, Go, Java, DynamoDBLocal string
 	Cores                                        int
+	// LoadBefore and LoadAfter are the load averages (1, 5 and 15
+	// minutes) before the run and after it: how much else the machine
+	// was doing.
+	LoadBefore, LoadAfter string
+}
+
+// LoadAverage is the machine's load average over 1, 5 and 15 minutes,
+// or "unknown".
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], ", ")
 }
 
 // DescribeMachine reads the machine's description; root is the module
 // root (for DynamoDB Local's version). What cannot be read is "unknown".
 func DescribeMachine(root string) Machine {
 	m := Machine{CPU: "unknown", Memory: "unknown", Kernel: "unknown", Java: "unknown", DynamoDBLocal: "unknown",
-		Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH, Cores: runtime.NumCPU()}
+		Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH, Cores: runtime.NumCPU(), LoadBefore: "unknown", LoadAfter: LoadAverage()}
 	if v, ok := procField("/proc/cpuinfo", "model name"); ok {
 		m.CPU = v
 	}
@@ -79,6 +97,7 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 	p.f("Made by `make bench` (cmd/bench) in one run: every ratio compares figures measured in the same run, interleaved, so that the noise of a shared machine falls on both sides.\n\n")
 	p.f("**Machine:** %s, %d cores, %s memory; %s; %s; Java %s; DynamoDB Local %s (in memory, shared).\n\n",
 		m.CPU, m.Cores, m.Memory, m.Kernel, m.Go, strings.TrimPrefix(m.Java, "openjdk version "), m.DynamoDBLocal)
+	p.f("**Load average** (1, 5, 15 min), before the run: %s; after: %s. On %d cores, anything much above %d means other work shared the machine, and the absolute figures, more than the ratios, moved with it.\n\n", m.LoadBefore, m.LoadAfter, m.Cores, m.Cores)
 	p.f("**Settings:** %s per measurement and round, %d rounds, clients %v; each client sends its next request as soon as the last is answered.\n\n",
 		r.Config.Cell, r.Config.Rounds, r.Config.Clients)
 
