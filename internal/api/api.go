@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/exactlyonce/transfers/idempotency"
 )
@@ -68,6 +69,7 @@ type Handler struct {
 	newID      func() string
 	log        *slog.Logger
 	owners     *ownerCache
+	ownerReads singleflight.Group
 }
 
 // ownerCacheSize is how many accounts' owners a container remembers.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
@@ -28,8 +29,9 @@ import (
 //     from its record, whoever owns the account now) from a new key,
 //     refused with 403 forbidden;
 //   - it is not remembered: the account is read while the key is
-//     reserved. A duplicate is answered from its record without waiting
-//     for the read. A new key waits for it: if the source is not the
+//     reserved (one read for all the requests that need it at once). A
+//     duplicate is answered from its record without waiting for the
+//     read, which goes on to fill the memory. A new key waits for it: if the source is not the
 //     caller's, the record just made is settled FAILED Forbidden at once
 //     (refuseReserved) and the answer is 403; if the read failed, the
 //     transfer starts and the debit decides.
@@ -38,17 +40,9 @@ func (h *Handler) reserveOwned(ctx context.Context, r idempotency.Reservation, s
 	if known && owner != r.Scope {
 		return h.notOwner(ctx, r, base, instance)
 	}
-	var read chan ownerRead
+	var read <-chan singleflight.Result
 	if !known {
-		readCtx, cancel := context.WithCancel(ctx)
-		// A duplicate does not wait for the read.
-		defer cancel()
-		read = make(chan ownerRead, 1)
-		go func() {
-			sent := time.Now()
-			owner, err := h.ownerOf(readCtx, source)
-			read <- ownerRead{owner: owner, sent: sent, err: err}
-		}()
+		read = h.readOwner(ctx, source)
 	}
 	rec, created, err := h.records.Reserve(ctx, r)
 	if err != nil {
@@ -56,43 +50,58 @@ func (h *Handler) reserveOwned(ctx context.Context, r idempotency.Reservation, s
 		return problemResponse(problemFor(err), instance, nil)
 	}
 	if !created {
-		if read != nil {
-			select {
-			case got := <-read:
-				h.remember(source, got)
-			default:
-			}
-		}
+		// A duplicate does not wait for the read, which goes on to
+		// fill the container's memory.
 		return h.existing(ctx, rec, r.Fingerprint, base, instance)
 	}
 	h.count(ctx, metrics.Reserved)
 	if read != nil {
-		got := <-read
-		h.remember(source, got)
+		var (
+			owner string
+			err   error
+		)
+		select {
+		case res := <-read:
+			owner, _ = res.Val.(string)
+			err = res.Err
+		case <-ctx.Done():
+			err = context.Cause(ctx)
+		}
 		switch {
-		case got.err != nil:
+		case err != nil:
 			// The debit checks the owner again, in the transaction that
 			// moves the money: the transfer goes on, and a caller who is
 			// not the owner gets 403 from its record when it settles.
-			h.log.WarnContext(ctx, "read the source account's owner", "transferId", rec.ResourceID, "accountId", source, "error", got.err)
-		case got.owner != r.Scope:
+			h.log.WarnContext(ctx, "read the source account's owner", "transferId", rec.ResourceID, "accountId", source, "error", err)
+		case owner != r.Scope:
 			return h.refuseReserved(ctx, rec, base)
 		}
 	}
 	return h.start(ctx, rec, base, false)
 }
 
-// ownerRead is the answer of the read of an account's owner, sent at sent.
-type ownerRead struct {
-	owner string
-	sent  time.Time
-	err   error
-}
+// ownerReadTimeout bounds a read of an account's owner, which may outlive
+// the request that sent it.
+const ownerReadTimeout = 3 * time.Second
 
-func (h *Handler) remember(account string, got ownerRead) {
-	if got.err == nil {
-		h.owners.put(account, got.owner, got.sent)
-	}
+// readOwner reads the owner of account and remembers it, in the
+// background: the requests that find it not remembered at the same time
+// share one read, and a request that does not need the answer (a
+// duplicate) leaves the read to finish and fill the memory, so that the
+// next request finds it there instead of sending another.
+func (h *Handler) readOwner(ctx context.Context, account string) <-chan singleflight.Result {
+	ctx = context.WithoutCancel(ctx)
+	return h.ownerReads.DoChan(account, func() (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, ownerReadTimeout)
+		defer cancel()
+		sent := time.Now()
+		owner, err := h.ownerOf(ctx, account)
+		if err != nil {
+			return "", err
+		}
+		h.owners.put(account, owner, sent)
+		return owner, nil
+	})
 }
 
 // ownerOf is the owner of account: empty for an account that does not
@@ -110,9 +119,10 @@ func (h *Handler) ownerOf(ctx context.Context, account string) (string, error) {
 
 // notOwner answers a request whose source account is known not to be the
 // caller's, without writing: a key that holds a record (made when the
-// caller owned the account, say) is answered from it; any other is
-// refused with 403 forbidden, nothing stored, the same answer whether
-// the account exists or not.
+// caller owned the account, say) is answered from it, except that a
+// record of this request still RESERVED (never started) is settled
+// FAILED Forbidden first; any other key is refused with 403 forbidden,
+// nothing stored, the same answer whether the account exists or not.
 func (h *Handler) notOwner(ctx context.Context, r idempotency.Reservation, base, instance string) events.APIGatewayProxyResponse {
 	recordKey := idempotency.RecordKey(r.Scope, r.Key)
 	rec, err := h.records.GetByRecordKey(ctx, recordKey)
@@ -121,6 +131,11 @@ func (h *Handler) notOwner(ctx context.Context, r idempotency.Reservation, base,
 	case err != nil:
 		h.log.ErrorContext(ctx, "read the record of a refused request", "recordKey", recordKey, "error", err)
 		return problemResponse(problemFor(err), instance, nil)
+	case rec.Status == idempotency.StatusReserved && rec.Matches(r.Fingerprint) == nil:
+		// This request's own record, never started (its first attempt
+		// was answered 503 before the record was settled, say): settle
+		// it now rather than start a transfer the debit would refuse.
+		return h.refuseReserved(ctx, rec, base)
 	case !rec.Reusable(time.Now()):
 		return h.existing(ctx, rec, r.Fingerprint, base, instance)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/api"
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
 const bobScope = "iam:" + bob
@@ -184,6 +185,76 @@ func TestPostOwnership(t *testing.T) {
 		if f != nothingStored[0] {
 			t.Errorf("refusals differ: %q and %q", nothingStored[0], f)
 		}
+	}
+}
+
+// A duplicate that finds the owner not remembered sends the read but does
+// not wait for it; the read goes on, and the next request that needs the
+// owner shares it or finds its answer remembered: one read in all, never
+// one per request.
+func TestOwnerReadOutlivesTheDuplicate(t *testing.T) {
+	e := newEnv(t)
+	e.do(post(alice, "k", transferBody("acct-a")))
+	e.setRecord(idempotency.RecordKey(aliceScope, "k"), idempotency.StatusInProgress, "")
+	h, calls := e.counted(true)
+	e.handler = h
+	calls.Store(0)
+	if resp := e.do(post(alice, "k", transferBody("acct-a"))); resp.StatusCode != http.StatusAccepted || resp.Headers[api.HeaderReplayed] != "true" {
+		t.Fatalf("duplicate: %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
+	}
+	for i, key := range []string{"k2", "k3"} {
+		if resp := e.do(post(alice, key, transferBody("acct-a"))); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("new key %s: %d %s", key, resp.StatusCode, resp.Body)
+		}
+		// The duplicate's PutItem, the one read, and each new key's
+		// PutItem and StartExecution.
+		if n, want := calls.Load(), int64(2+2*(i+1)); n != want {
+			t.Errorf("after new key %s: %d remote calls, want %d", key, n, want)
+		}
+	}
+}
+
+// A retry of a refused request whose first attempt reserved the key and
+// was answered 503 before the record was settled finds the record still
+// RESERVED: it is settled FAILED Forbidden then, never started, and the
+// retry is answered 403 with it.
+func TestRetryOfARefusalSettlesItsReservation(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	req := post(bob, "k", transferBody("acct-a"))
+	tr, _, err := transfer.Parse([]byte(req.Body), 1000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the first attempt left: the reservation alone.
+	canonical := tr.Canonical()
+	if _, _, err := e.store.Reserve(ctx, idempotency.Reservation{Scope: bobScope, Key: "k", Fingerprint: idempotency.Fingerprint(canonical),
+		ResourceID: "transfer-first", Request: canonical,
+		Attributes: ledger.RecordAttributes(tr.SourceAccountID, tr.DestinationAccountID, tr.Amount, tr.Currency)}); err != nil {
+		t.Fatal(err)
+	}
+	h, calls := e.counted(true)
+	e.handler = h
+	// The container has read the owner since.
+	e.do(post(alice, "warm", transferBody("acct-a")))
+	before := len(e.executions())
+	calls.Store(0)
+	resp := e.do(req)
+	p := problemOf(t, resp)
+	if resp.StatusCode != http.StatusForbidden || p.Code != api.CodeForbidden || p.Transfer == nil || p.Transfer.TransferID != "transfer-first" ||
+		p.Transfer.Status != "FAILED" {
+		t.Fatalf("retry: %d %+v", resp.StatusCode, p)
+	}
+	// The read of the key and the settlement.
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d remote calls, want 2", n)
+	}
+	rec, err := e.store.Get(ctx, bobScope, "k")
+	if err != nil || rec.Status != idempotency.StatusFailed {
+		t.Fatalf("record %+v, %v; want FAILED", rec, err)
+	}
+	if n := len(e.executions()) - before; n != 0 {
+		t.Errorf("%d executions started, want none", n)
 	}
 }
 
