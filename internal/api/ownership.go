@@ -24,17 +24,18 @@ import (
 //
 //   - the owner is remembered (read less than OwnerCacheAge ago) and is
 //     the caller: the PutItem alone;
-//   - it is remembered and is not the caller: nothing is written; one
+//   - it is remembered and is not the caller: nothing is reserved; one
 //     strongly consistent GetItem of the key tells a duplicate (answered
 //     from its record, whoever owns the account now) from a new key,
-//     refused with 403 forbidden;
+//     refused with 403 forbidden (notOwner);
 //   - it is not remembered: the account is read while the key is
 //     reserved (one read for all the requests that need it at once). A
 //     duplicate is answered from its record without waiting for the
-//     read, which goes on to fill the memory. A new key waits for it: if the source is not the
-//     caller's, the record just made is settled FAILED Forbidden at once
-//     (refuseReserved) and the answer is 403; if the read failed, the
-//     transfer starts and the debit decides.
+//     read, which goes on to fill the memory. A new key waits for it:
+//     if the source is not the caller's, the record just made is
+//     settled FAILED Forbidden at once (refuseReserved) and the answer
+//     is 403; if the read failed, the transfer starts and the debit
+//     decides.
 func (h *Handler) reserveOwned(ctx context.Context, r idempotency.Reservation, source, base, instance string) events.APIGatewayProxyResponse {
 	owner, known := h.owners.get(source)
 	if known && owner != r.Scope {
@@ -74,7 +75,7 @@ func (h *Handler) reserveOwned(ctx context.Context, r idempotency.Reservation, s
 			// not the owner gets 403 from its record when it settles.
 			h.log.WarnContext(ctx, "read the source account's owner", "transferId", rec.ResourceID, "accountId", source, "error", err)
 		case owner != r.Scope:
-			return h.refuseReserved(ctx, rec, base)
+			return h.refuseReserved(ctx, rec, base, false)
 		}
 	}
 	return h.start(ctx, rec, base, false)
@@ -135,7 +136,7 @@ func (h *Handler) notOwner(ctx context.Context, r idempotency.Reservation, base,
 		// This request's own record, never started (its first attempt
 		// was answered 503 before the record was settled, say): settle
 		// it now rather than start a transfer the debit would refuse.
-		return h.refuseReserved(ctx, rec, base)
+		return h.refuseReserved(ctx, rec, base, true)
 	case !rec.Reusable(time.Now()):
 		return h.existing(ctx, rec, r.Fingerprint, base, instance)
 	}
@@ -150,7 +151,8 @@ func (h *Handler) notOwner(ctx context.Context, r idempotency.Reservation, base,
 // as it is: its debit refuses it. If the write fails, the answer is 503
 // and the record stays RESERVED: whoever starts it (a retry, the
 // sweeper), its debit refuses it and it settles FAILED Forbidden.
-func (h *Handler) refuseReserved(ctx context.Context, rec idempotency.Record, base string) events.APIGatewayProxyResponse {
+// replayed says whether the record answers an earlier request (a retry).
+func (h *Handler) refuseReserved(ctx context.Context, rec idempotency.Record, base string, replayed bool) events.APIGatewayProxyResponse {
 	location := base + "/transfers/" + rec.ResourceID
 	t, err := transfer.FromRecord(rec)
 	if err != nil {
@@ -169,7 +171,7 @@ func (h *Handler) refuseReserved(ctx context.Context, rec idempotency.Record, ba
 		h.log.ErrorContext(ctx, "settle a refused transfer", "transferId", rec.ResourceID, "recordKey", rec.Key, "error", err)
 		return problemResponse(problemFor(err), base+"/transfers", nil)
 	}
-	return h.answer(settled, base, false)
+	return h.answer(settled, base, replayed)
 }
 
 // failureForbidden is the failure code of a transfer refused because its

@@ -242,7 +242,7 @@ func TestRetryOfARefusalSettlesItsReservation(t *testing.T) {
 	resp := e.do(req)
 	p := problemOf(t, resp)
 	if resp.StatusCode != http.StatusForbidden || p.Code != api.CodeForbidden || p.Transfer == nil || p.Transfer.TransferID != "transfer-first" ||
-		p.Transfer.Status != "FAILED" {
+		p.Transfer.Status != "FAILED" || resp.Headers[api.HeaderReplayed] != "true" {
 		t.Fatalf("retry: %d %+v", resp.StatusCode, p)
 	}
 	// The read of the key and the settlement.
