@@ -19,6 +19,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/ohler55/ojg v1.28.5
 	github.com/schollz/progressbar/v3 v3.19.1
+	golang.org/x/sync v0.23.0
 	golang.org/x/term v0.46.0
 	golang.org/x/text v0.42.0
 	gonum.org/v1/plot v0.17.0
@@ -65,7 +66,6 @@ require (
 	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect
-	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect
 	honnef.co/go/tools v0.8.2 // indirect

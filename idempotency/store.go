@@ -52,6 +52,7 @@ type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
@@ -221,6 +222,66 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 		return Record{}, false, fmt.Errorf("reserve %s: decode existing: %w", rec.Key, err)
 	}
 	return existing, false, nil
+}
+
+// FailReserved settles a record that is still RESERVED as FAILED with
+// response (the final answer, stored as a settled operation's is), at
+// once: the operation was refused before it started. One conditional
+// UpdateItem: the record must still be RESERVED for resourceID, so a
+// record that an operation already took (IN_PROGRESS, or settled) is
+// left as it is. The record gets its expiry (now plus its retention) and
+// leaves the Pending index.
+//
+// It returns the record as it is afterwards: the settled record with
+// settled = true, or, when the condition failed, the record as it was
+// (ALL_OLD) with settled = false; ErrNotFound when there is none.
+func (s *Store) FailReserved(ctx context.Context, recordKey, resourceID, response string) (rec Record, settled bool, err error) {
+	now := s.now().UTC()
+	cond := expression.Name(AttrStatus).Equal(expression.Value(StatusReserved)).
+		And(expression.Name(AttrResourceID).Equal(expression.Value(resourceID)))
+	retention := expression.Name("retentionSeconds")
+	update := expression.Set(expression.Name(AttrStatus), expression.Value(StatusFailed)).
+		Set(expression.Name(AttrResponse), expression.Value(response)).
+		Set(expression.Name("updatedAt"), expression.Value(now.Format(TimeFormat))).
+		Set(expression.Name(AttrExpiresAt), expression.Plus(expression.IfNotExists(retention, expression.Value(int64(DefaultRetention/time.Second))), expression.Value(now.Unix()))).
+		Remove(expression.Name(AttrPending))
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
+	if err != nil {
+		return Record{}, false, fmt.Errorf("fail %s: %w", recordKey, err)
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	item, settled := map[string]types.AttributeValue(nil), true
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		item = out.Attributes
+	case errors.As(err, &ccf):
+		item, settled = ccf.Item, false
+	default:
+		return Record{}, false, fmt.Errorf("fail %s: %w", recordKey, err)
+	}
+	if len(item) == 0 {
+		// A failed condition on a missing record (or one the service did
+		// not return).
+		existing, gerr := s.GetByRecordKey(ctx, recordKey)
+		if gerr != nil {
+			return Record{}, false, fmt.Errorf("fail %s: %w", recordKey, gerr)
+		}
+		return existing, false, nil
+	}
+	if err := attributevalue.UnmarshalMap(item, &rec); err != nil {
+		return Record{}, false, fmt.Errorf("fail %s: decode: %w", recordKey, err)
+	}
+	return rec, settled, nil
 }
 
 // maxRequired is how many conditions a reservation may require: a

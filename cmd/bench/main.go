@@ -1,8 +1,9 @@
 // Command bench runs the project's benchmark (internal/bench) on a local
 // stack it starts, prints the results as markdown with each target's
 // PASS or FAIL, and writes them, with the plots, under bench/results/:
-// <date>.md, <date>-latency-cdf.png and <date>-throughput.png. It exits
-// non-zero when a target fails.
+// <date>.md, and the PNGs of bench.Result.Plots (<date>-throughput.png,
+// the default configuration's request path, first). It exits non-zero
+// when a target fails.
 //
 //	go run ./cmd/bench [-cell 400ms] [-rounds 8] [-out bench/results]
 package main
@@ -67,6 +68,7 @@ func run(cell time.Duration, rounds int, out, cpuprofile string) (failed int, er
 		defer f.Close()
 		prof = f
 	}
+	loadBefore := bench.LoadAverage()
 	probe := e2e.NewProbe()
 	st, err := stack.Start(ctx, probe.Options(stack.Options{APIOptions: []func(*middleware.Stack) error{countGetItems}}))
 	if err != nil {
@@ -90,7 +92,9 @@ func run(cell time.Duration, rounds int, out, cpuprofile string) (failed int, er
 		return 0, err
 	}
 	var report bytes.Buffer
-	if err := res.Markdown(&report, bench.DescribeMachine(root), plots); err != nil {
+	machine := bench.DescribeMachine(root)
+	machine.LoadBefore = loadBefore
+	if err := res.Markdown(&report, machine, plots); err != nil {
 		return 0, err
 	}
 	if err := waitSection(&report); err != nil {

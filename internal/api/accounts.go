@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/internal/ledger"
 )
@@ -14,13 +13,13 @@ import (
 // RecentEntryCount is how many ledger entries an account shows.
 const RecentEntryCount = 20
 
-// Accounts is the part of the ledger the API reads, and the condition the
-// reservation of a transfer checks when ownership is enforced.
+// Accounts is the part of the ledger the API reads: the accounts shown,
+// and the owner of a transfer's source account when ownership is
+// enforced.
 type Accounts interface {
 	Account(ctx context.Context, accountID string) (ledger.Account, error)
 	RecentEntries(ctx context.Context, accountID string, limit int) ([]ledger.Entry, error)
 	EntriesPage(ctx context.Context, accountID string, limit int, after *ledger.EntryPosition) ([]ledger.Entry, *ledger.EntryPosition, error)
-	OwnerCheck(accountID, owner string) (types.ConditionCheck, error)
 }
 
 var _ Accounts = (*ledger.Ledger)(nil)

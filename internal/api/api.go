@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/cursor"
@@ -25,6 +26,7 @@ type Records interface {
 	GetByRecordKey(ctx context.Context, recordKey string) (idempotency.Record, error)
 	FindByResourceID(ctx context.Context, scope, resourceID string) (idempotency.Record, error)
 	ListByScope(ctx context.Context, scope string, limit int, after *idempotency.Position) ([]idempotency.Record, *idempotency.Position, error)
+	FailReserved(ctx context.Context, recordKey, resourceID, response string) (idempotency.Record, bool, error)
 }
 
 var _ Records = (*idempotency.Store)(nil)
@@ -42,11 +44,16 @@ type Config struct {
 	// MaxAmount caps a transfer's amount in minor units.
 	MaxAmount int64
 	// EnforceOwnership (AccountOwnership=enforce): a transfer is accepted
-	// only from the owner of its source account, checked in the same
-	// write that reserves its key, and an account is shown to its owner
-	// only. Off, any caller may debit and read any account (trusted
+	// only from the owner of its source account, checked early against
+	// the account's owner (remembered for OwnerCacheAge, else read while
+	// the key is reserved) and finally by the debit, in the transaction
+	// that moves the money; an account is shown to its owner only. Off,
+	// any caller may debit and read any account (trusted
 	// service-to-service deployments).
 	EnforceOwnership bool
+	// OwnerCacheAge is how long the container remembers an account's
+	// owner once read; zero or less reads it for every new key.
+	OwnerCacheAge time.Duration
 	// ScopeBySession (ScopeBySession=true): an assumed-role session is
 	// its own caller scope (the session ARN) instead of its role's.
 	ScopeBySession bool
@@ -65,11 +72,17 @@ type Handler struct {
 	accounts   Accounts
 	newID      func() string
 	log        *slog.Logger
+	owners     *ownerCache
+	ownerReads singleflight.Group
 }
+
+// ownerCacheSize is how many accounts' owners a container remembers.
+const ownerCacheSize = 4096
 
 // New returns the API handler.
 func New(cfg Config, records Records, executions Executions, accounts Accounts, newID func() string, log *slog.Logger) *Handler {
-	return &Handler{cfg: cfg, records: records, executions: executions, accounts: accounts, newID: newID, log: log}
+	return &Handler{cfg: cfg, records: records, executions: executions, accounts: accounts, newID: newID, log: log,
+		owners: newOwnerCache(cfg.OwnerCacheAge, ownerCacheSize, time.Now)}
 }
 
 // Handle serves one API Gateway request.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -20,6 +21,7 @@ import (
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/api"
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
 const bobScope = "iam:" + bob
@@ -37,7 +39,8 @@ func countCalls(n *atomic.Int64) func(*middleware.Stack) error {
 }
 
 // counted is a handler of e whose DynamoDB and Step Functions calls are
-// counted, with ownership enforced or not.
+// counted, with ownership enforced or not, remembering owners for a
+// minute.
 func (e *env) counted(enforce bool) (*api.Handler, *atomic.Int64) {
 	n := &atomic.Int64{}
 	db := dynamodb.New(e.db.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, countCalls(n)) })
@@ -46,7 +49,7 @@ func (e *env) counted(enforce bool) (*api.Handler, *atomic.Int64) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	h := api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: enforce, Cursors: testCursors},
+	h := api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: enforce, Cursors: testCursors, OwnerCacheAge: time.Minute},
 		idempotency.NewStore(db, e.table), executions, led,
 		func() string { e.ids++; return fmt.Sprintf("transfer-%d", e.ids) }, slog.New(slog.DiscardHandler))
 	return h, n
@@ -56,34 +59,55 @@ func transferBody(source string) string {
 	return fmt.Sprintf(`{"sourceAccountId":%q,"destinationAccountId":"acct-b","amount":250,"currency":"EUR"}`, source)
 }
 
-// A transfer is accepted from the owner of its source account only; a
-// refusal reserves nothing and starts nothing, and does not tell an
-// account of another caller from one that does not exist. The check
-// costs no call: a new request is 2 calls, a duplicate 1.
+// A transfer is accepted from the owner of its source account only, and a
+// refusal does not tell an account of another caller from one that does
+// not exist. The reservation is one PutItem whatever the owner; the owner
+// costs nothing when the container remembers it ("warm"), and one read
+// sent alongside the reservation when it does not ("cold"):
+//
+//   - warm: a new key is 2 calls, a duplicate 1; a refusal is 1 read of
+//     the key, with nothing stored;
+//   - cold: a new key is 3 calls (the read alongside); a refusal settles
+//     the record it made FAILED Forbidden at once, starts nothing, and
+//     replays as 403.
 func TestPostOwnership(t *testing.T) {
 	tests := []struct {
 		name    string
 		enforce bool
+		// warm: the handler has read the source account's owner before
+		// (an earlier transfer of alice's from it, under another key).
+		warm bool
 		// prior is a request made before, by alice with key "k".
 		prior      bool
 		caller     string
 		source     string
 		wantStatus int
 		wantCode   string
-		wantCalls  int64
-		// wantRecord: the caller's key "k" has a record afterwards.
-		wantRecord bool
+		// wantCalls is the exact count of remote calls, or at most
+		// wantCalls when atMost: a duplicate does not wait for the read
+		// sent alongside, which may not reach the service.
+		wantCalls int64
+		atMost    bool
+		// wantRecord is the status of the caller's key "k" afterwards;
+		// empty: no record.
+		wantRecord idempotency.Status
+		// wantStarted: an execution was started for this request.
+		wantStarted bool
 	}{
-		{name: "owner", enforce: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: true},
-		{name: "owner's duplicate", enforce: true, prior: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 1, wantRecord: true},
-		{name: "another caller", enforce: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2},
-		{name: "unknown account", enforce: true, caller: alice, source: "ghost", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2},
+		{name: "owner, warm", enforce: true, warm: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: idempotency.StatusReserved, wantStarted: true},
+		{name: "owner, cold", enforce: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 3, wantRecord: idempotency.StatusReserved, wantStarted: true},
+		{name: "owner's duplicate, warm", enforce: true, warm: true, prior: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 1, wantRecord: idempotency.StatusInProgress},
+		{name: "owner's duplicate, cold", enforce: true, prior: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 2, atMost: true, wantRecord: idempotency.StatusInProgress},
+		{name: "another caller, warm", enforce: true, warm: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 1},
+		{name: "another caller, cold", enforce: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 3, wantRecord: idempotency.StatusFailed},
+		{name: "unknown account, warm", enforce: true, warm: true, caller: alice, source: "ghost", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 1},
+		{name: "unknown account, cold", enforce: true, caller: alice, source: "ghost", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 3, wantRecord: idempotency.StatusFailed},
 		// bob's "k" is bob's own key: alice's transfer under "k" is not
 		// his to see, and his request is refused as any other.
-		{name: "another caller with the owner's key", enforce: true, prior: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2},
-		{name: "ownership off", enforce: false, caller: bob, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: true},
+		{name: "another caller with the owner's key, warm", enforce: true, warm: true, prior: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 1},
+		{name: "ownership off", enforce: false, caller: bob, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: idempotency.StatusReserved, wantStarted: true},
 	}
-	var forbidden []string
+	var nothingStored []string
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -96,48 +120,141 @@ func TestPostOwnership(t *testing.T) {
 			}
 			h, calls := e.counted(tt.enforce)
 			e.handler = h
+			if tt.warm {
+				// The handler reads the owner once, for an earlier
+				// transfer of alice's from the same account.
+				e.do(post(alice, "warm", transferBody(tt.source)))
+			}
+			before := len(e.executions())
 			calls.Store(0)
 			req := post(tt.caller, "k", transferBody(tt.source))
 			resp := e.do(req)
 			if resp.StatusCode != tt.wantStatus {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, resp.Body)
 			}
-			if n := calls.Load(); n != tt.wantCalls {
-				t.Errorf("%d remote calls, want %d", n, tt.wantCalls)
+			if n := calls.Load(); n != tt.wantCalls && !(tt.atMost && n >= 1 && n < tt.wantCalls) {
+				t.Errorf("%d remote calls, want %d (at most: %t)", n, tt.wantCalls, tt.atMost)
 			}
 			scope := "iam:" + tt.caller
 			rec, err := e.store.Get(context.Background(), scope, "k")
-			if tt.wantRecord != (err == nil) {
-				t.Errorf("record of %s's key: %+v, %v; want one: %v", tt.caller, rec, err, tt.wantRecord)
+			switch {
+			case tt.wantRecord == "" && !errors.Is(err, idempotency.ErrNotFound):
+				t.Errorf("record of %s's key: %+v, %v; want none", tt.caller, rec, err)
+			case tt.wantRecord != "" && (err != nil || rec.Status != tt.wantRecord):
+				t.Errorf("record of %s's key: %+v, %v; want one %s", tt.caller, rec, err, tt.wantRecord)
 			}
 			if tt.wantCode != "" {
 				p := problemOf(t, resp)
-				if p.Code != tt.wantCode || p.Transfer != nil {
-					t.Fatalf("problem %+v, want %s without a transfer", p, tt.wantCode)
+				if p.Code != tt.wantCode {
+					t.Fatalf("problem %+v, want %s", p, tt.wantCode)
 				}
-				forbidden = append(forbidden, p.Title+"|"+p.Detail)
-				if _, ok := resp.Headers["Location"]; ok {
-					t.Errorf("a refusal names a transfer: %v", resp.Headers)
+				if tt.wantRecord == "" {
+					// Nothing stored: no transfer to name.
+					if p.Transfer != nil || resp.Headers["Location"] != "" {
+						t.Fatalf("a refusal that stored nothing names a transfer: %+v %v", p, resp.Headers)
+					}
+					nothingStored = append(nothingStored, p.Title+"|"+p.Detail)
+				} else {
+					// The record made on the way answers it, now and on
+					// every replay: FAILED Forbidden, settled, never
+					// started.
+					if p.Transfer == nil || p.Transfer.TransferID != rec.ResourceID || p.Transfer.Status != "FAILED" ||
+						p.Transfer.Failure == nil || p.Transfer.Failure.Code != "Forbidden" {
+						t.Fatalf("refusal %+v, want the failed transfer %s", p, rec.ResourceID)
+					}
+					if rec.ExpiresAt == 0 || rec.Pending != "" {
+						t.Errorf("refused record %+v: want an expiry and no pending", rec)
+					}
+					replay := e.do(req)
+					rp := problemOf(t, replay)
+					if replay.StatusCode != http.StatusForbidden || rp.Code != api.CodeForbidden || replay.Headers[api.HeaderReplayed] != "true" ||
+						rp.Transfer == nil || rp.Transfer.TransferID != rec.ResourceID {
+						t.Fatalf("replay of a refused transfer: %d %v %+v", replay.StatusCode, replay.Headers, rp)
+					}
 				}
 			} else if got := transferOf(t, resp).TransferID; tt.prior && got != first {
 				t.Errorf("transfer %s, want the first %s", got, first)
 			}
-			wantExecutions := 0
-			if tt.prior {
-				wantExecutions++
-			}
-			if tt.wantRecord && !tt.prior {
-				wantExecutions++
-			}
-			if n := len(e.executions()); n != wantExecutions {
-				t.Errorf("%d executions, want %d", n, wantExecutions)
+			started := len(e.executions()) - before
+			if want := map[bool]int{true: 1, false: 0}[tt.wantStarted]; started != want {
+				t.Errorf("%d executions started, want %d", started, want)
 			}
 		})
 	}
-	for _, f := range forbidden[1:] {
-		if f != forbidden[0] {
-			t.Errorf("refusals differ: %q and %q", forbidden[0], f)
+	for _, f := range nothingStored[1:] {
+		if f != nothingStored[0] {
+			t.Errorf("refusals differ: %q and %q", nothingStored[0], f)
 		}
+	}
+}
+
+// A duplicate that finds the owner not remembered sends the read but does
+// not wait for it; the read goes on, and the next request that needs the
+// owner shares it or finds its answer remembered: one read in all, never
+// one per request.
+func TestOwnerReadOutlivesTheDuplicate(t *testing.T) {
+	e := newEnv(t)
+	e.do(post(alice, "k", transferBody("acct-a")))
+	e.setRecord(idempotency.RecordKey(aliceScope, "k"), idempotency.StatusInProgress, "")
+	h, calls := e.counted(true)
+	e.handler = h
+	calls.Store(0)
+	if resp := e.do(post(alice, "k", transferBody("acct-a"))); resp.StatusCode != http.StatusAccepted || resp.Headers[api.HeaderReplayed] != "true" {
+		t.Fatalf("duplicate: %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
+	}
+	for i, key := range []string{"k2", "k3"} {
+		if resp := e.do(post(alice, key, transferBody("acct-a"))); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("new key %s: %d %s", key, resp.StatusCode, resp.Body)
+		}
+		// The duplicate's PutItem, the one read, and each new key's
+		// PutItem and StartExecution.
+		if n, want := calls.Load(), int64(2+2*(i+1)); n != want {
+			t.Errorf("after new key %s: %d remote calls, want %d", key, n, want)
+		}
+	}
+}
+
+// A retry of a refused request whose first attempt reserved the key and
+// was answered 503 before the record was settled finds the record still
+// RESERVED: it is settled FAILED Forbidden then, never started, and the
+// retry is answered 403 with it.
+func TestRetryOfARefusalSettlesItsReservation(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	req := post(bob, "k", transferBody("acct-a"))
+	tr, _, err := transfer.Parse([]byte(req.Body), 1000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the first attempt left: the reservation alone.
+	canonical := tr.Canonical()
+	if _, _, err := e.store.Reserve(ctx, idempotency.Reservation{Scope: bobScope, Key: "k", Fingerprint: idempotency.Fingerprint(canonical),
+		ResourceID: "transfer-first", Request: canonical,
+		Attributes: ledger.RecordAttributes(tr.SourceAccountID, tr.DestinationAccountID, tr.Amount, tr.Currency)}); err != nil {
+		t.Fatal(err)
+	}
+	h, calls := e.counted(true)
+	e.handler = h
+	// The container has read the owner since.
+	e.do(post(alice, "warm", transferBody("acct-a")))
+	before := len(e.executions())
+	calls.Store(0)
+	resp := e.do(req)
+	p := problemOf(t, resp)
+	if resp.StatusCode != http.StatusForbidden || p.Code != api.CodeForbidden || p.Transfer == nil || p.Transfer.TransferID != "transfer-first" ||
+		p.Transfer.Status != "FAILED" || resp.Headers[api.HeaderReplayed] != "true" {
+		t.Fatalf("retry: %d %+v", resp.StatusCode, p)
+	}
+	// The read of the key and the settlement.
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d remote calls, want 2", n)
+	}
+	rec, err := e.store.Get(ctx, bobScope, "k")
+	if err != nil || rec.Status != idempotency.StatusFailed {
+		t.Fatalf("record %+v, %v; want FAILED", rec, err)
+	}
+	if n := len(e.executions()) - before; n != 0 {
+		t.Errorf("%d executions started, want none", n)
 	}
 }
 

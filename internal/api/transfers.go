@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -29,15 +28,12 @@ const HeaderReplayed = "Idempotent-Replayed"
 // postTransfer accepts a transfer: one conditional write and one
 // StartExecution for a new key, one conditional write for a duplicate.
 //
-// The write stores the record with the transfer's payload as attributes
-// (ledger.RecordAttributes), which fence every leg to this transfer. With
-// ownership enforced it is one TransactWriteItems that also checks that
-// the source account exists and belongs to the caller
-// (ledger.OwnerCheck): a key that is taken is answered from its record
-// whatever the check says (the record already answers it), and a new key
-// whose check fails is refused with 403 forbidden, nothing reserved, the
-// same answer whether the account exists or not. Without ownership it is
-// one PutItem.
+// The write is one PutItem that stores the record with the transfer's
+// payload as attributes (ledger.RecordAttributes), which fence every leg
+// to this transfer. With ownership enforced the source account's owner is
+// checked early (reserveOwned): from the container's memory of it, or by
+// a read sent alongside the write; the debit checks it again, and that
+// check decides.
 func (h *Handler) postTransfer(ctx context.Context, scope string, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
 	instance := req.Path
 	key, conflicting := header(req, "Idempotency-Key")
@@ -70,41 +66,31 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 		Scope: scope, Key: key, Fingerprint: fingerprint, ResourceID: id, Request: canonical,
 		Attributes: ledger.RecordAttributes(tr.SourceAccountID, tr.DestinationAccountID, tr.Amount, tr.Currency),
 	}
+	pref := waitPref{d: wait, on: waiting}
 	if h.cfg.EnforceOwnership {
-		check, err := h.accounts.OwnerCheck(tr.SourceAccountID, scope)
-		if err != nil {
-			h.log.ErrorContext(ctx, "build the owner check", "transferId", id, "error", err)
-			return problemResponse(problemFor(err), instance, nil)
-		}
-		reservation.Require = []ddbtypes.ConditionCheck{check}
+		return h.reserveOwned(ctx, reservation, tr.SourceAccountID, basePath(req), instance, pref)
 	}
 	rec, created, err := h.records.Reserve(ctx, reservation)
-	if errors.Is(err, idempotency.ErrPreconditionFailed) {
-		h.log.InfoContext(ctx, "source account is not the caller's", "recordKey", idempotency.RecordKey(scope, key))
-		return problemResponse(problemFor(errForbidden), instance, nil)
-	}
 	if err != nil {
 		h.log.ErrorContext(ctx, "reserve failed", "transferId", id, "recordKey", idempotency.RecordKey(scope, key), "error", err)
 		return problemResponse(problemFor(err), instance, nil)
 	}
 	if created {
 		h.count(ctx, metrics.Reserved)
-		resp := h.start(ctx, rec, basePath(req), false)
-		if waiting {
-			return h.settle(ctx, rec, basePath(req), false, wait, resp)
-		}
-		return resp
+		return h.waited(ctx, rec, basePath(req), false, pref, h.start(ctx, rec, basePath(req), false))
 	}
+	return h.existing(ctx, rec, fingerprint, basePath(req), instance, pref)
+}
+
+// existing answers a request whose key already has a record: 422 if the
+// record holds another request, else the record's answer.
+func (h *Handler) existing(ctx context.Context, rec idempotency.Record, fingerprint, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
 	if err := rec.Matches(fingerprint); err != nil {
 		h.log.InfoContext(ctx, "idempotency key reused with another request", "transferId", rec.ResourceID, "recordKey", rec.Key)
 		h.count(ctx, metrics.KeyReused)
 		return problemResponse(problemFor(err), instance, nil)
 	}
-	resp := h.replay(ctx, rec, basePath(req))
-	if waiting {
-		return h.settle(ctx, rec, basePath(req), true, wait, resp)
-	}
-	return resp
+	return h.waited(ctx, rec, base, true, pref, h.replay(ctx, rec, base))
 }
 
 // overLimits answers a request that is valid but over today's limits.

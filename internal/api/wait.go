@@ -140,6 +140,21 @@ func (h *Handler) settle(ctx context.Context, rec idempotency.Record, base strin
 	return withHeader(resp, HeaderPreferenceApplied, applied)
 }
 
+// waitPref is a request's Prefer: wait, as preferredWait read it.
+type waitPref struct {
+	d  time.Duration
+	on bool
+}
+
+// waited is resp, or, when the request asked to wait, the answer once the
+// transfer settles within the wait (settle).
+func (h *Handler) waited(ctx context.Context, rec idempotency.Record, base string, replayed bool, pref waitPref, resp events.APIGatewayProxyResponse) events.APIGatewayProxyResponse {
+	if !pref.on {
+		return resp
+	}
+	return h.settle(ctx, rec, base, replayed, pref.d, resp)
+}
+
 func withHeader(resp events.APIGatewayProxyResponse, name, value string) events.APIGatewayProxyResponse {
 	if resp.Headers == nil {
 		resp.Headers = map[string]string{}

@@ -66,9 +66,15 @@ func NewOrchestrator(env Env, db *dynamodb.Client, executions api.Executions, lo
 		return nil, fmt.Errorf("orchestrator: CURSOR_KEY: %w", err)
 	}
 	store := idempotency.NewStore(db, env("IDEMPOTENCY_TABLE"), idempotency.WithRetention(time.Duration(hours)*time.Hour))
-	cfg := api.Config{StateMachineArn: machine, MaxAmount: maxAmount, EnforceOwnership: enforce, ScopeBySession: bySession, Cursors: cursors}
+	cfg := api.Config{StateMachineArn: machine, MaxAmount: maxAmount, EnforceOwnership: enforce, ScopeBySession: bySession, Cursors: cursors, OwnerCacheAge: OwnerCacheAge}
 	return api.New(cfg, store, executions, led, newTransferID, log), nil
 }
+
+// OwnerCacheAge is how long an orchestrator container remembers a source
+// account's owner, the early answer to a transfer of ownership enforced:
+// a change of owner reaches the early answer within this time, and the
+// debit's own check at once (docs/design.md, "The owner check").
+const OwnerCacheAge = 30 * time.Second
 
 // newTransferID returns a time-ordered unique id (UUIDv7), a valid
 // execution name.

@@ -177,7 +177,7 @@ func TestRun(t *testing.T) {
 					if p.Sample.Requests() == 0 {
 						t.Errorf("%s ownership %t %s at %d clients: no requests", impl, own, kind, clients)
 					}
-					if got := p.Sample.CallsPerRequest(); got != float64(p.Budget) {
+					if got := p.Sample.BudgetedCallsPerRequest(); got != float64(p.Budget) {
 						t.Errorf("%s ownership %t %s: %.2f calls per request, want %d", impl, own, kind, got, p.Budget)
 					}
 				}
@@ -230,10 +230,21 @@ func TestRun(t *testing.T) {
 		}
 	}
 
+	// The owner reads beside ours's reservations: at most one per
+	// request, and only with ownership enforced.
+	for _, p := range res.Paths {
+		if reads := p.Sample.OwnerReadsPerRequest(); reads > 1 || (reads > 0 && (p.Impl != Ours || !p.Ownership)) {
+			t.Errorf("%s ownership %t %s at %d clients: %.3f owner reads per request", p.Impl, p.Ownership, p.Kind, p.Clients, reads)
+		}
+	}
+
 	dir := t.TempDir()
 	plots, err := res.Plots(dir, "test")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(plots) != 4 || plots[0] != "test-throughput.png" {
+		t.Errorf("plots %v, want 4, the default configuration's throughput first", plots)
 	}
 	for _, name := range plots {
 		f, err := os.Open(filepath.Join(dir, name))

@@ -6,20 +6,34 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 )
 
-// calls counts remote calls: one per attempt that reaches the transport,
-// retries included.
-type calls struct{ n atomic.Int64 }
+// calls counts remote calls: one per operation the clients send (the
+// Initialize step, before the SDK's retries), so that a retry the SDK
+// makes for a throttled or failed attempt on a loaded machine is not
+// taken for a call the implementation chose to make; a retry's time is
+// in the figures all the same. Of them, reads counts the reads of an
+// account's owner (a GetItem of ownerTable), which the orchestrator
+// sends alongside its reservation when its container does not remember
+// the owner: they are reported apart from the budget.
+type calls struct {
+	n, reads   atomic.Int64
+	ownerTable string
+}
 
 func (c *calls) add(stack *middleware.Stack) error {
-	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("countCalls",
-		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("countCalls",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			c.n.Add(1)
-			return next.HandleFinalize(ctx, in)
+			if get, ok := in.Parameters.(*dynamodb.GetItemInput); ok && c.ownerTable != "" && aws.ToString(get.TableName) == c.ownerTable {
+				c.reads.Add(1)
+			}
+			return next.HandleInitialize(ctx, in)
 		}), middleware.After)
 }
 

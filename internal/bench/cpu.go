@@ -111,6 +111,39 @@ func (r *replaying) Do(req *http.Request) (*http.Response, error) {
 // benchmark driver: once against the real services to record their
 // answers, then against the recording alone.
 func (p *paths) cpu(ctx context.Context, name string, ownership bool, kind string) (CPU, error) {
+	do, err := p.replayed(ctx, name, ownership, kind)
+	if err != nil {
+		return CPU{}, err
+	}
+	var (
+		failed error
+		cpu    time.Duration
+		n      int
+	)
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		start := processCPU()
+		for i := 1; b.Loop(); i++ {
+			if err := do(i); err != nil {
+				failed = err
+				b.SkipNow()
+			}
+		}
+		// The driver's last call is the one it reports.
+		cpu, n = processCPU()-start, b.N
+	})
+	if failed != nil {
+		return CPU{}, fmt.Errorf("cpu: %s %s: %w", name, kind, failed)
+	}
+	return CPU{Impl: name, Ownership: ownership, Kind: kind, CPUNs: cpu.Nanoseconds() / int64(max(n, 1)), NsPerOp: res.NsPerOp(), Allocs: res.AllocsPerOp(), Bytes: res.AllocedBytesPerOp()}, nil
+}
+
+// replayed returns one request of a kind to an implementation (ours, the
+// baseline, or ours's calls alone), sent once to the real services to
+// record their answers and then bound to the recording alone: each call
+// of the returned function sends the request again and is answered at
+// once.
+func (p *paths) replayed(ctx context.Context, name string, ownership bool, kind string) (func(i int) error, error) {
 	build := func(client aws.HTTPClient) (func(i int) error, error) {
 		cfg := clientConfig(p.st)
 		cfg.HTTPClient = client
@@ -166,33 +199,10 @@ func (p *paths) cpu(ctx context.Context, name string, ownership bool, kind strin
 	rec := &recording{next: clientConfig(p.st).HTTPClient}
 	do, err := build(rec)
 	if err != nil {
-		return CPU{}, err
+		return nil, err
 	}
 	if err := do(0); err != nil {
-		return CPU{}, fmt.Errorf("cpu: record %s %s: %w", name, kind, err)
+		return nil, fmt.Errorf("cpu: record %s %s: %w", name, kind, err)
 	}
-	if do, err = build(&replaying{resp: rec.resp, next: map[string]int{}}); err != nil {
-		return CPU{}, err
-	}
-	var (
-		failed error
-		cpu    time.Duration
-		n      int
-	)
-	res := testing.Benchmark(func(b *testing.B) {
-		b.ReportAllocs()
-		start := processCPU()
-		for i := 1; b.Loop(); i++ {
-			if err := do(i); err != nil {
-				failed = err
-				b.SkipNow()
-			}
-		}
-		// The driver's last call is the one it reports.
-		cpu, n = processCPU()-start, b.N
-	})
-	if failed != nil {
-		return CPU{}, fmt.Errorf("cpu: %s %s: %w", name, kind, failed)
-	}
-	return CPU{Impl: name, Ownership: ownership, Kind: kind, CPUNs: cpu.Nanoseconds() / int64(max(n, 1)), NsPerOp: res.NsPerOp(), Allocs: res.AllocsPerOp(), Bytes: res.AllocedBytesPerOp()}, nil
+	return build(&replaying{resp: rec.resp, next: map[string]int{}})
 }

@@ -49,8 +49,9 @@ const caller = "arn:aws:iam::123456789012:user/bench"
 const scope = "iam:" + caller
 
 // maxClients is the most clients a run may use: each has a source
-// account of its own, so that transactions checking the account do not
-// contend with each other's.
+// account of its own, so that no two clients' requests touch one account
+// (the baseline's owner reads, the orchestrator's when it does not
+// remember the owner).
 const maxClients = 64
 
 // duplicates is how many settled keys the duplicate requests cycle over.
@@ -207,7 +208,7 @@ func (p *paths) orchestrator(cfg aws.Config, ownership bool) (handler, error) {
 }
 
 func (p *paths) ours(ctx context.Context, ownership bool) (*impl, error) {
-	c := &calls{}
+	c := &calls{ownerTable: p.st.Tables["LedgerTable"]}
 	cfg := clientConfig(p.st, c.add)
 	h, err := p.orchestrator(cfg, ownership)
 	if err != nil {
@@ -293,7 +294,7 @@ func (p *paths) settle(ctx context.Context, family string, h handler) error {
 }
 
 // raw is the database alone: the very call the project's reservation
-// makes (PutItem, or TransactWriteItems with ownership), captured from
+// makes (a PutItem), captured from
 // the orchestrator and sent again with a plain client, for a new key and
 // for a settled one.
 func (p *paths) raw(ctx context.Context, ownership bool) (*impl, error) {
@@ -337,96 +338,40 @@ func (p *paths) raw(ctx context.Context, ownership bool) (*impl, error) {
 	return im, nil
 }
 
-// rawOps returns the raw calls' requests on a client of the caller's.
+// rawOps returns the raw calls' requests on a client of the caller's:
+// the reservation's PutItem, which is the same call whatever the
+// ownership setting (with ownership enforced the orchestrator checks the
+// owner beside it, not in it).
 func (p *paths) rawOps(ownership bool, newIn, dupIn map[string]any, probeRec idempotency.Record, dupKey string, pool []pooled, prefix string) (func(*dynamodb.Client) map[string]Op, error) {
-	if !ownership {
-		newPut, ok1 := newIn["PutItem"].(*dynamodb.PutItemInput)
-		dupPut, ok2 := dupIn["PutItem"].(*dynamodb.PutItemInput)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("raw: the reservation without ownership is not one PutItem: %v, %v", newIn, dupIn)
-		}
-		return func(db *dynamodb.Client) map[string]Op {
-			return map[string]Op{
-				New: func(ctx context.Context, client, _ int) error {
-					n := p.keys.Add(1)
-					in := *newPut
-					in.Item = rewrite(newPut.Item, map[string]string{
-						probeRec.Key:        idempotency.RecordKey(scope, fmt.Sprintf("%snew-%d", prefix, n)),
-						probeRec.ResourceID: fmt.Sprintf("%s%d", prefix, n),
-						source(0):           source(client),
-					})
-					_, err := db.PutItem(ctx, &in)
-					return err
-				},
-				Duplicate: func(ctx context.Context, client, seq int) error {
-					d := pool[seq%len(pool)]
-					in := *dupPut
-					in.Item = rewrite(dupPut.Item, map[string]string{dupKey: idempotency.RecordKey(scope, d.key), source(0): source(d.client)})
-					_, err := db.PutItem(ctx, &in)
-					var ccf *types.ConditionalCheckFailedException
-					if !errors.As(err, &ccf) || len(ccf.Item) == 0 {
-						return fmt.Errorf("raw duplicate: want a failed condition returning the item, got %v", err)
-					}
-					return nil
-				},
-			}
-		}, nil
-	}
-	newTx, ok1 := newIn["TransactWriteItems"].(*dynamodb.TransactWriteItemsInput)
-	dupTx, ok2 := dupIn["TransactWriteItems"].(*dynamodb.TransactWriteItemsInput)
+	newPut, ok1 := newIn["PutItem"].(*dynamodb.PutItemInput)
+	dupPut, ok2 := dupIn["PutItem"].(*dynamodb.PutItemInput)
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("raw: the reservation with ownership is not one TransactWriteItems: %v, %v", newIn, dupIn)
-	}
-	// Each client's owner check, as the orchestrator builds it for the
-	// client's source account.
-	checks := make([]types.ConditionCheck, maxClients)
-	for c := range checks {
-		var err error
-		if checks[c], err = p.led.OwnerCheck(source(c), scope); err != nil {
-			return nil, err
-		}
+		return nil, fmt.Errorf("raw: the reservation (ownership %t) is not one PutItem: %v, %v", ownership, newIn, dupIn)
 	}
 	return func(db *dynamodb.Client) map[string]Op {
 		return map[string]Op{
 			New: func(ctx context.Context, client, _ int) error {
 				n := p.keys.Add(1)
-				_, err := db.TransactWriteItems(ctx, rewriteTx(newTx, &checks[client%maxClients], map[string]string{
+				in := *newPut
+				in.Item = rewrite(newPut.Item, map[string]string{
 					probeRec.Key:        idempotency.RecordKey(scope, fmt.Sprintf("%snew-%d", prefix, n)),
 					probeRec.ResourceID: fmt.Sprintf("%s%d", prefix, n),
 					source(0):           source(client),
-				}))
+				})
+				_, err := db.PutItem(ctx, &in)
 				return err
 			},
 			Duplicate: func(ctx context.Context, client, seq int) error {
 				d := pool[seq%len(pool)]
-				_, err := db.TransactWriteItems(ctx, rewriteTx(dupTx, &checks[d.client%maxClients], map[string]string{dupKey: idempotency.RecordKey(scope, d.key), source(0): source(d.client)}))
-				var tce *types.TransactionCanceledException
-				if !errors.As(err, &tce) || len(tce.CancellationReasons) == 0 || len(tce.CancellationReasons[0].Item) == 0 {
-					return fmt.Errorf("raw duplicate: want a cancelled transaction returning the item, got %v", err)
+				in := *dupPut
+				in.Item = rewrite(dupPut.Item, map[string]string{dupKey: idempotency.RecordKey(scope, d.key), source(0): source(d.client)})
+				_, err := db.PutItem(ctx, &in)
+				var ccf *types.ConditionalCheckFailedException
+				if !errors.As(err, &ccf) || len(ccf.Item) == 0 {
+					return fmt.Errorf("raw duplicate: want a failed condition returning the item, got %v", err)
 				}
 				return nil
 			},
 		}
 	}, nil
-}
-
-// rewriteTx is in for another key: each Put's item rewritten, and check
-// in place of its condition check (another account's owner check).
-func rewriteTx(in *dynamodb.TransactWriteItemsInput, check *types.ConditionCheck, repl map[string]string) *dynamodb.TransactWriteItemsInput {
-	out := *in
-	// The SDK fills in a fresh idempotency token per call.
-	out.ClientRequestToken = nil
-	out.TransactItems = make([]types.TransactWriteItem, len(in.TransactItems))
-	for i, it := range in.TransactItems {
-		switch {
-		case it.Put != nil:
-			put := *it.Put
-			put.Item = rewrite(put.Item, repl)
-			it.Put = &put
-		case it.ConditionCheck != nil:
-			it.ConditionCheck = check
-		}
-		out.TransactItems[i] = it
-	}
-	return &out
 }

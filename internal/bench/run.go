@@ -223,11 +223,12 @@ func (p *paths) measure(ctx context.Context, cfg Config) ([]Path, error) {
 				for i := range p.impls {
 					im := p.impls[(i+round)%len(p.impls)]
 					im.calls.n.Store(0)
+					im.calls.reads.Store(0)
 					s, err := drive(ctx, clients, cfg.Cell, im.op[kind])
 					if err != nil {
 						return nil, fmt.Errorf("%s (ownership %t) %s at %d clients: %w", im.name, im.ownership, kind, clients, err)
 					}
-					s.Calls = im.calls.n.Load()
+					s.Calls, s.OwnerReads = im.calls.n.Load(), im.calls.reads.Load()
 					k := cell{im, kind, clients}
 					if samples[k] == nil {
 						samples[k] = &Sample{}
@@ -242,8 +243,11 @@ func (p *paths) measure(ctx context.Context, cfg Config) ([]Path, error) {
 		for _, kind := range []string{New, Duplicate} {
 			for _, im := range p.impls {
 				s := samples[cell{im, kind, clients}]
-				if got, budget := s.CallsPerRequest(), im.budget[kind]; got > float64(budget) {
+				if got, budget := s.BudgetedCallsPerRequest(), im.budget[kind]; got > float64(budget) {
 					return nil, fmt.Errorf("%s (ownership %t) %s: %.2f remote calls per request, budget %d", im.name, im.ownership, kind, got, budget)
+				}
+				if reads := s.OwnerReadsPerRequest(); reads > 1 {
+					return nil, fmt.Errorf("%s (ownership %t) %s: %.2f owner reads per request, at most 1", im.name, im.ownership, kind, reads)
 				}
 				out = append(out, Path{Impl: im.name, Ownership: im.ownership, Kind: kind, Clients: clients, Budget: im.budget[kind], Sample: *s})
 			}

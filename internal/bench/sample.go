@@ -18,8 +18,11 @@ import (
 type Sample struct {
 	Latencies []time.Duration
 	Elapsed   time.Duration
-	// Calls is the number of remote calls the requests made.
-	Calls int64
+	// Calls is the number of remote calls the requests made; OwnerReads
+	// is how many of them read an account's owner beside the
+	// reservation (the orchestrator's, when its container did not
+	// remember the owner).
+	Calls, OwnerReads int64
 }
 
 // Add appends o's requests and time to s.
@@ -27,6 +30,7 @@ func (s *Sample) Add(o Sample) {
 	s.Latencies = append(s.Latencies, o.Latencies...)
 	s.Elapsed += o.Elapsed
 	s.Calls += o.Calls
+	s.OwnerReads += o.OwnerReads
 }
 
 // Requests is the number of requests measured.
@@ -46,6 +50,23 @@ func (s Sample) CallsPerRequest() float64 {
 		return 0
 	}
 	return float64(s.Calls) / float64(len(s.Latencies))
+}
+
+// BudgetedCallsPerRequest is the mean number of remote calls per request
+// that count against the budget: all but the owner reads.
+func (s Sample) BudgetedCallsPerRequest() float64 {
+	if len(s.Latencies) == 0 {
+		return 0
+	}
+	return float64(s.Calls-s.OwnerReads) / float64(len(s.Latencies))
+}
+
+// OwnerReadsPerRequest is the mean number of owner reads per request.
+func (s Sample) OwnerReadsPerRequest() float64 {
+	if len(s.Latencies) == 0 {
+		return 0
+	}
+	return float64(s.OwnerReads) / float64(len(s.Latencies))
 }
 
 // Percentile is the nearest-rank percentile of the latencies at permille

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
 	"github.com/exactlyonce/transfers/internal/local/fault"
@@ -140,6 +141,14 @@ func TestChaos(t *testing.T) {
 	for _, p := range r.problems() {
 		t.Errorf("seed %d: %s", seed, p)
 	}
+	if verr == nil {
+		for _, id := range r.lateForbidden {
+			if msg := refusedLate(v.Snapshot, id); msg != "" {
+				t.Errorf("seed %d: transfer %s of a caller who does not own its source: %s", seed, id, msg)
+			}
+		}
+		t.Logf("chaos: %d transfers of a non-owner accepted after a 503, each refused by its debit", len(r.lateForbidden))
+	}
 	if qerr != nil {
 		t.Errorf("seed %d: quiesce: %v", seed, qerr)
 		for _, rec := range q.Pending[:min(len(q.Pending), 5)] {
@@ -217,7 +226,10 @@ const (
 	// wantNotFound: GET 404.
 	wantNotFound
 	// wantForbidden: 403 forbidden, a debit of an account that is not
-	// the caller's (or does not exist); nothing is reserved.
+	// the caller's (or does not exist): with nothing stored, or with the
+	// transfer its record holds, settled FAILED Forbidden before it
+	// started (the orchestrator had not yet read the account's owner;
+	// Verify checks the record and its replay).
 	wantForbidden
 )
 
@@ -250,6 +262,11 @@ type run struct {
 	pool     []accepted
 	later    []pending
 	failures []string
+
+	// lateForbidden are transfers of a caller who does not own the
+	// source account that were answered as accepted: each must settle
+	// FAILED Forbidden with no debit.
+	lateForbidden []string
 }
 
 func newRun(t *testing.T, h *chaos.Harness, seed uint64) *run {
@@ -542,11 +559,41 @@ func (r *run) expect(e chaos.Exchange, w want) {
 	case wantNotFound:
 		ok = e.Status == http.StatusNotFound
 	case wantForbidden:
-		ok = e.Status == http.StatusForbidden && e.Code == chaos.CodeForbidden && e.TransferID == ""
+		ok = e.Status == http.StatusForbidden && e.Code == chaos.CodeForbidden && (e.TransferID == "" || e.TransferStatus == transfer.StatusFailed)
+		if !ok && e.Replayed && e.TransferID != "" && (e.Status == http.StatusAccepted || e.Status == http.StatusForbidden) {
+			// An earlier attempt reserved the key and was answered 503
+			// before its record was settled, and something started it
+			// since (a retry, the sweeper): its debit refuses it. Checked
+			// once the stack is at rest (lateForbidden).
+			r.mu.Lock()
+			r.lateForbidden = append(r.lateForbidden, e.TransferID)
+			r.mu.Unlock()
+			ok = true
+		}
 	}
 	if !ok {
 		r.fail("unexpected answer: %s", e)
 	}
+}
+
+// refusedLate checks a transfer of a caller who does not own its source
+// account: FAILED Forbidden, and no debit posted. It returns what is
+// wrong, or "".
+func refusedLate(s *chaos.Snapshot, transferID string) string {
+	rec, ok := s.RecordOf(transferID)
+	if !ok {
+		return "no record"
+	}
+	var t transfer.Transfer
+	if rec.Status != idempotency.StatusFailed || json.Unmarshal([]byte(rec.Response), &t) != nil || t.Failure == nil || t.Failure.Code != "Forbidden" {
+		return fmt.Sprintf("record %s %s, want FAILED Forbidden", rec.Status, rec.Response)
+	}
+	for _, e := range s.Entries(transferID) {
+		if !e.Voided {
+			return fmt.Sprintf("entry %s posted", e)
+		}
+	}
+	return ""
 }
 
 // history describes a transfer (or an account) for a failure message: the

@@ -51,8 +51,8 @@ func (v Verification) OK() bool { return v.Report.OK() && len(v.Mismatches) == 0
 // are 202, or agree with the record's outcome (200 COMPLETED, 422 with the
 // stored failure's code) and name its transfer; answers to another body
 // are 422 idempotency_key_reused; a key with no record got no answer but
-// 403 forbidden (a debit of an account that is not the caller's reserves
-// nothing), 503 or a failed exchange, which is itself a mismatch (a 503'd
+// 403 forbidden (a debit of an account that is not the caller's, refused
+// before anything was stored), 503 or a failed exchange, which is itself a mismatch (a 503'd
 // request must be retried until it is answered). Every key that has a record is
 // posted again with its own request, and the replay must agree with the
 // record and say Idempotent-Replayed: true. Run it after Quiesce.
@@ -177,7 +177,11 @@ func expectedAnswer(rec idempotency.Record) (expected, error) {
 	if t.Failure != nil {
 		code = failureCode(t.Failure.Code)
 	}
-	return expected{status: http.StatusUnprocessableEntity, code: code, transferStatus: transfer.StatusFailed}, nil
+	status := http.StatusUnprocessableEntity
+	if code == CodeForbidden {
+		status = http.StatusForbidden
+	}
+	return expected{status: status, code: code, transferStatus: transfer.StatusFailed}, nil
 }
 
 // failureCode is the problem code the API documents for a failure's code.
@@ -193,6 +197,8 @@ func failureCode(name string) string {
 		return "account_closed"
 	case "DestinationUnavailable":
 		return "destination_unavailable"
+	case "Forbidden":
+		return CodeForbidden
 	}
 	return "transfer_failed"
 }

@@ -215,7 +215,10 @@ func TestCaptureRecordsTheTransfersOperationsInOrder(t *testing.T) {
 	}
 	t.Logf("captured:\n%s", mix)
 	want := []opSummary{
-		{"OrchestratorFunction", "TransactWriteItems(Put, ConditionCheck)"}, // the reservation, owner checked
+		// The reservation; the owner is checked beside it (a read of the
+		// account, not the transfer's, when the container does not
+		// remember it) and by the debit.
+		{"OrchestratorFunction", "PutItem"},
 		{ByWorkflow, "UpdateItem"}, // MarkInProgress
 		{"DebitFunction", "TransactWriteItems(ConditionCheck, Put, Update)"},
 		{"CreditFunction", "TransactWriteItems(ConditionCheck, Put, Update, ConditionCheck, ConditionCheck, Update)"}, // its last Update releases the source's held amount

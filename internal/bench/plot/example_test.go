@@ -46,7 +46,7 @@ func ExampleLatencyCDF() {
 		return
 	}
 	size(path)
-	// Output: latency_cdf.png: 800×500 px
+	// Output: latency_cdf.png: 1000×600 px
 }
 
 func ExampleThroughput() {
@@ -67,5 +67,5 @@ func ExampleThroughput() {
 		return
 	}
 	size(path)
-	// Output: throughput.png: 800×500 px
+	// Output: throughput.png: 1000×600 px
 }

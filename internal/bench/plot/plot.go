@@ -1,7 +1,7 @@
 // Package plot draws the benchmark's figures as PNG images: the latency CDF
 // of each request kind, ours against the baseline, and throughput against
 // the number of concurrent clients. It wraps gonum.org/v1/plot with the
-// choices both figures share: the size (800×500 px), a colour-blind safe
+// choices both figures share: the size (1000×600 px), a colour-blind safe
 // palette, a dash pattern per line so that a figure stays readable in
 // grey, grid lines, and a legend outside the data area, where it can hide
 // no line whatever the data.
@@ -26,10 +26,10 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Size of a figure: 8×5 inches at 100 dots per inch is 800×500 pixels.
+// Size of a figure: 10×6 inches at 100 dots per inch is 1000×600 pixels.
 const (
-	width  = 8 * vg.Inch
-	height = 5 * vg.Inch
+	width  = 10 * vg.Inch
+	height = 6 * vg.Inch
 	dpi    = 100
 )
 
@@ -136,6 +136,18 @@ func sans(size vg.Length) font.Font {
 func save(p *gplot.Plot, leg gplot.Legend, path string, fitX func(width vg.Length)) error {
 	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(dpi))
 	c := draw.Crop(draw.New(img), margin, -margin, margin, -margin)
+
+	// The title spans the whole figure, left-aligned, above the data
+	// area and the legend: a title of several lines (a summary under
+	// the name) is not cut to the data area's width.
+	if title := p.Title.Text; title != "" {
+		sty := p.Title.TextStyle
+		sty.XAlign, sty.YAlign = draw.XLeft, draw.YTop
+		c.FillText(sty, vg.Point{X: c.Min.X, Y: c.Max.Y}, title)
+		c = draw.Crop(c, 0, 0, 0, -(sty.Height(title) + p.Title.Padding))
+		p.Title.Text = ""
+		defer func() { p.Title.Text = title }()
+	}
 
 	legendWidth := leg.Rectangle(c).Size().X
 	pc := draw.Crop(c, 0, -(legendWidth + legendGap), 0, 0)

@@ -57,8 +57,8 @@ func decode(t *testing.T, path string) image.Image {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	if b := img.Bounds(); b.Dx() != 800 || b.Dy() != 500 {
-		t.Fatalf("%s is %d×%d px, want 800×500", path, b.Dx(), b.Dy())
+	if b := img.Bounds(); b.Dx() != 1000 || b.Dy() != 600 {
+		t.Fatalf("%s is %d×%d px, want 1000×600", path, b.Dx(), b.Dy())
 	}
 	return img
 }

@@ -40,10 +40,16 @@ type Point struct {
 // count must be positive and its rate finite and not negative; a curve may
 // have one point per client count.
 func Throughput(path, title string, curves []Curve) error {
+	return Rate(path, title, "requests/s", curves)
+}
+
+// Rate is Throughput with another unit on the y axis (transfers/s, say):
+// yLabel names it.
+func Rate(path, title, yLabel string, curves []Curve) error {
 	if len(curves) == 0 {
 		return errors.New("plot: throughput: no curves to draw")
 	}
-	p := newPlot(title, "concurrent clients (log scale)", "requests/s")
+	p := newPlot(title, "concurrent clients (log scale)", yLabel)
 	leg := newLegend()
 	var clients []int
 	top := 0.0

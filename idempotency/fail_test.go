@@ -1,0 +1,83 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+)
+
+// FailReserved settles a record that no operation has taken yet, in one
+// call, and leaves any other record as it is, answering it as it is.
+func TestFailReserved(t *testing.T) {
+	const response = `{"status":"FAILED"}`
+	tests := []struct {
+		name string
+		// status moves the record there first; "" leaves it RESERVED,
+		// and none means there is no record.
+		status     idempotency.Status
+		none       bool
+		resourceID string
+		wantSettle bool
+		wantStatus idempotency.Status
+		wantErr    error
+	}{
+		{name: "reserved", resourceID: "t-1", wantSettle: true, wantStatus: idempotency.StatusFailed},
+		{name: "reserved for another operation", resourceID: "t-other", wantStatus: idempotency.StatusReserved},
+		{name: "taken by its operation", status: idempotency.StatusInProgress, resourceID: "t-1", wantStatus: idempotency.StatusInProgress},
+		{name: "completed", status: idempotency.StatusCompleted, resourceID: "t-1", wantStatus: idempotency.StatusCompleted},
+		{name: "no record", none: true, resourceID: "t-1", wantErr: idempotency.ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client, calls := counted(t)
+			table := ddbtest.Tables(t, client)["IdempotencyTable"]
+			clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+			store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now), idempotency.WithRetention(2*time.Hour))
+			ctx := context.Background()
+			key := idempotency.RecordKey("alice", "k1")
+			if !tt.none {
+				if _, _, err := store.Reserve(ctx, reservation("alice", "k1", `{"a":1}`, "t-1")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.status != "" {
+				settle(t, client, table, key, tt.status, clk.now)
+			}
+			clk.now = clk.now.Add(time.Minute)
+			calls.Store(0)
+			rec, settled, err := store.FailReserved(ctx, key, tt.resourceID, response)
+			if !errors.Is(err, tt.wantErr) || settled != tt.wantSettle {
+				t.Fatalf("FailReserved = %t, %v; want %t, %v", settled, err, tt.wantSettle, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if n := calls.Load(); n != 1 {
+				t.Errorf("%d calls, want 1", n)
+			}
+			stored, err := store.GetByRecordKey(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec != stored || stored.Status != tt.wantStatus {
+				t.Fatalf("returned %+v\nstored %+v\nwant status %s", rec, stored, tt.wantStatus)
+			}
+			if !tt.wantSettle {
+				return
+			}
+			if stored.Response != response || stored.Pending != "" || stored.ExpiresAt != clk.now.Add(2*time.Hour).Unix() ||
+				stored.UpdatedAt != "2026-03-01T12:01:00.000Z" {
+				t.Errorf("settled %+v: want the response, no pending, expiry at settlement plus the retention", stored)
+			}
+			// Settled, it is a record like any other: the key stays taken.
+			again, created, err := store.Reserve(ctx, reservation("alice", "k1", `{"a":1}`, "t-2"))
+			if err != nil || created || again.ResourceID != "t-1" {
+				t.Errorf("Reserve after = %+v, %t, %v; want the settled record", again, created, err)
+			}
+		})
+	}
+}
