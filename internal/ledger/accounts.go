@@ -69,32 +69,6 @@ func (l *Ledger) OpenAccount(ctx context.Context, accountID, owner, currency str
 	return true, nil
 }
 
-// OwnerCheck is the condition that the account exists and belongs to
-// owner, for a transaction of another package to include (the API's
-// reservation of a transfer's key checks it in the same write). On failure
-// it returns nothing (no ALL_OLD), so whoever reads the cancellation learns
-// neither whether the account exists nor whose it is.
-func (l *Ledger) OwnerCheck(accountID, owner string) (types.ConditionCheck, error) {
-	if err := checkID("AccountID", accountID, maxIDBytes); err != nil {
-		return types.ConditionCheck{}, fmt.Errorf("owner check %s: %w", accountID, err)
-	}
-	if err := checkID("Owner", owner, maxRecordKeyBytes); err != nil {
-		return types.ConditionCheck{}, fmt.Errorf("owner check %s: %w", accountID, err)
-	}
-	expr, err := expression.NewBuilder().WithCondition(
-		expression.Name(attrOwner).Equal(expression.Value(owner))).Build()
-	if err != nil {
-		return types.ConditionCheck{}, fmt.Errorf("owner check %s: %w", accountID, err)
-	}
-	return types.ConditionCheck{
-		TableName:                 aws.String(l.ledger),
-		Key:                       key(accountPK(accountID), accountSK),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	}, nil
-}
-
 // Attributes of a transfer's idempotency record that fence its legs to its
 // payload (see RecordAttributes).
 const (

@@ -5,10 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/ledger/ledgertest"
 )
@@ -163,51 +159,6 @@ func TestOwnerOnlyOnDebit(t *testing.T) {
 				t.Fatalf("Post = %v, want an invalid Owner", err)
 			}
 		})
-	}
-}
-
-// OwnerCheck is a condition another package's transaction includes: it
-// holds for the owner only, and a failure returns nothing of the account.
-func TestOwnerCheck(t *testing.T) {
-	env := ledgertest.New(t)
-	id := ledgertest.ID("acct")
-	env.OpenAccount(t, id, "USD", 10)
-	cases := []struct {
-		name, account, owner string
-		wantOK               bool
-	}{
-		{"owner", id, ledgertest.Owner, true},
-		{"another caller", id, mallory, false},
-		{"unknown account", ledgertest.ID("ghost"), ledgertest.Owner, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			check, err := env.Ledger.OwnerCheck(tc.account, tc.owner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = env.Client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{
-				TransactItems: []types.TransactWriteItem{{ConditionCheck: &check}},
-			})
-			if tc.wantOK {
-				if err != nil {
-					t.Fatalf("the owner's check failed: %v", err)
-				}
-				return
-			}
-			var tce *types.TransactionCanceledException
-			if !errors.As(err, &tce) || len(tce.CancellationReasons) != 1 ||
-				aws.ToString(tce.CancellationReasons[0].Code) != "ConditionalCheckFailed" {
-				t.Fatalf("err = %v, want the condition to fail", err)
-			}
-			if item := tce.CancellationReasons[0].Item; len(item) != 0 {
-				t.Errorf("the failed check returned the account %v", item)
-			}
-		})
-	}
-	var iv *ledger.InvalidInputError
-	if _, err := env.Ledger.OwnerCheck(id, ""); !errors.As(err, &iv) || iv.Field != "Owner" {
-		t.Errorf("OwnerCheck without an owner = %v, want an invalid Owner", err)
 	}
 }
 
