@@ -79,9 +79,12 @@ func (r *recording) Do(req *http.Request) (*http.Response, error) {
 
 // replaying answers each request at once with the responses recorded for
 // its operation, in the order recorded, over and over: the handler sends
-// the same calls for every request of a kind. It serves one goroutine.
+// the same calls for every request of a kind. One request may send two at
+// once (the owner read beside the reservation), so the position is kept
+// under a lock.
 type replaying struct {
 	resp map[string][]recorded
+	mu   sync.Mutex
 	next map[string]int
 }
 
@@ -97,8 +100,10 @@ func (r *replaying) Do(req *http.Request) (*http.Response, error) {
 	if len(seq) == 0 {
 		return nil, fmt.Errorf("no recorded response to %s", target)
 	}
+	r.mu.Lock()
 	rec := seq[r.next[target]%len(seq)]
 	r.next[target]++
+	r.mu.Unlock()
 	return &http.Response{
 		Status: http.StatusText(rec.status), StatusCode: rec.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: rec.header.Clone(), Body: io.NopCloser(bytes.NewReader(rec.body)),
