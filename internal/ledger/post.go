@@ -435,6 +435,10 @@ func (p plan) conditionFailure(reasons []types.CancellationReason) error {
 		return ErrAlreadyCredited
 	case failed(idxAccount):
 		return accountError(p.leg, reasons[idxAccount].Item)
+	case failed(idxRelease):
+		// The ledger never deletes an account, so the source of a debit
+		// is always there to release.
+		return unavailable(fmt.Errorf("account %s: the debited source is missing", p.leg.source()))
 	}
 	return nil
 }
