@@ -2,11 +2,12 @@ package transfer
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/bojanz/currency"
 )
+
+//go:generate go run ./internal/genminor
 
 // iso4217 lists the active ISO 4217 alphabetic codes, excluding the fund,
 // precious-metal and testing codes (X..) that no account holds. Every
@@ -32,12 +33,20 @@ var currencies = func() map[string]bool {
 // ValidCurrency reports whether code is an active ISO 4217 currency code.
 func ValidCurrency(code string) bool { return currencies[code] }
 
+// Currencies returns the accepted currency codes, sorted.
+func Currencies() []string {
+	codes := strings.Fields(iso4217)
+	slices.Sort(codes)
+	return codes
+}
+
 // MinorUnits returns the number of decimals of code's minor unit (2 for
 // EUR, 0 for JPY, 3 for KWD), from ISO 4217 as github.com/bojanz/currency
-// maintains it, and whether the code is known.
+// maintains it (generated into minorunits.go), and whether the code is an
+// accepted currency.
 func MinorUnits(code string) (int, bool) {
-	d, ok := currency.GetDigits(code)
-	return int(d), ok
+	d, ok := minorUnits[code]
+	return d, ok
 }
 
 // AmountExample says what an amount of 1050 minor units is in code, such

@@ -3,7 +3,25 @@ package transfer
 import (
 	"strings"
 	"testing"
+
+	"github.com/bojanz/currency"
 )
+
+// The generated table (go generate ./internal/transfer) is the maintained
+// one: the same minor unit for every accepted currency, and nothing else.
+func TestMinorUnitsMatchTheMaintainedTable(t *testing.T) {
+	codes := Currencies()
+	if len(minorUnits) != len(codes) {
+		t.Errorf("minorunits.go has %d currencies, %d are accepted: run go generate ./internal/transfer", len(minorUnits), len(codes))
+	}
+	for _, code := range codes {
+		want, ok := currency.GetDigits(code)
+		got, have := MinorUnits(code)
+		if !ok || !have || got != int(want) {
+			t.Errorf("%s: minorunits.go says %d (%t), github.com/bojanz/currency %d (%t): run go generate ./internal/transfer", code, got, have, want, ok)
+		}
+	}
+}
 
 // Every accepted currency has its minor unit in the maintained table.
 func TestEveryCurrencyHasMinorUnits(t *testing.T) {
