@@ -517,31 +517,7 @@ func TestConcurrentReapers(t *testing.T) {
 			e.markInProgress(t, f)
 			e.post(t, f, debit)
 
-			var (
-				wg       sync.WaitGroup
-				mu       sync.Mutex
-				outcomes = map[reaper.Outcome]int{}
-				errs     []error
-			)
-			start := make(chan struct{})
-			for range reapers {
-				r := e.newReaper(t, nil, nil)
-				wg.Go(func() {
-					<-start
-					for range 2 {
-						got, err := r.Settle(t.Context(), f.rec.Key, f.rec.ResourceID)
-						mu.Lock()
-						outcomes[got]++
-						errs = append(errs, err)
-						mu.Unlock()
-					}
-				})
-			}
-			close(start)
-			wg.Wait()
-			if err := errors.Join(errs...); err != nil {
-				t.Errorf("Settle: %v", err)
-			}
+			outcomes := e.settleConcurrently(t, f, reapers)
 			// Only one reaper can store the outcome; the others find it.
 			if outcomes[reaper.OutcomeReversed] != 1 || outcomes[reaper.OutcomeAlreadySettled] != 2*reapers-1 {
 				t.Errorf("outcomes = %v; want one %s, the rest %s", outcomes, reaper.OutcomeReversed, reaper.OutcomeAlreadySettled)
@@ -564,6 +540,17 @@ func TestConcurrentResumes(t *testing.T) {
 	e.markInProgress(t, f)
 	e.post(t, f, debit)
 
+	outcomes := e.settleConcurrently(t, f, reapers)
+	if outcomes[reaper.OutcomeResumed] != 1 || outcomes[reaper.OutcomeRunning] != 2*reapers-1 {
+		t.Errorf("outcomes = %v; want one %s, the rest %s", outcomes, reaper.OutcomeResumed, reaper.OutcomeRunning)
+	}
+	e.checkResumed(t, f, 1, debit)
+}
+
+// settleConcurrently runs reapers reapers on f's transfer at once, each
+// settling it twice, and counts their outcomes; an error fails the test.
+func (e *env) settleConcurrently(t *testing.T, f fixture, reapers int) map[reaper.Outcome]int {
+	t.Helper()
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -589,10 +576,7 @@ func TestConcurrentResumes(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Errorf("Settle: %v", err)
 	}
-	if outcomes[reaper.OutcomeResumed] != 1 || outcomes[reaper.OutcomeRunning] != 2*reapers-1 {
-		t.Errorf("outcomes = %v; want one %s, the rest %s", outcomes, reaper.OutcomeResumed, reaper.OutcomeRunning)
-	}
-	e.checkResumed(t, f, 1, debit)
+	return outcomes
 }
 
 // startingSFN is the real Step Functions client; after the first
