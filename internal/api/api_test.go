@@ -580,3 +580,48 @@ func TestPostAnswersBeforeTheDeadline(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// A transfer the reaper resumed is RESERVED under its next attempt until
+// that attempt's execution starts: the client's retry starts it, under the
+// attempt's own name (Step Functions keeps the first run's name), with the
+// input the reaper would send.
+func TestRetryStartsTheResumedAttempt(t *testing.T) {
+	e := newEnv(t)
+	down := e.newHandler(sfnClient(e.db, "http://127.0.0.1:1"), e.store)
+	if resp, err := down.Handle(context.Background(), post(alice, "k", body)); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("first request with Step Functions down: %v %d", err, resp.StatusCode)
+	}
+	rec, err := e.store.Get(context.Background(), aliceScope, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expr, err := expression.NewBuilder().WithUpdate(expression.Set(expression.Name(idempotency.AttrAttempt), expression.Value(2))).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.table), Key: map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
+		UpdateExpression: expr.Update(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	resp := e.do(post(alice, "k", body))
+	if resp.StatusCode != http.StatusAccepted || transferOf(t, resp).TransferID != rec.ResourceID {
+		t.Fatalf("retry: %d %s", resp.StatusCode, resp.Body)
+	}
+	want := transfer.ExecutionName(rec.ResourceID, 2)
+	if names := e.executions(); len(names) != 1 || names[0] != want {
+		t.Fatalf("executions %v, want [%s]", names, want)
+	}
+	out, err := e.sfn.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{
+		ExecutionArn: aws.String(strings.Replace(e.arn, ":stateMachine:", ":execution:", 1) + ":" + want),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in transfer.WorkflowInput
+	if err := json.Unmarshal([]byte(aws.ToString(out.Input)), &in); err != nil || in.Attempt != 2 || in.TransferID != rec.ResourceID {
+		t.Errorf("input %s (%v): want attempt 2 of %s", aws.ToString(out.Input), err, rec.ResourceID)
+	}
+}
