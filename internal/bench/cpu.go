@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -48,6 +49,19 @@ type recording struct {
 	next aws.HTTPClient
 	mu   sync.Mutex
 	resp map[string][]recorded
+}
+
+// snapshot is a copy of the responses recorded so far. A call the recorded
+// request left running (a duplicate's owner read, which it does not wait
+// for) may still add to the recording; the replay reads its own copy.
+func (r *recording) snapshot() map[string][]recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string][]recorded, len(r.resp))
+	for k, v := range r.resp {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 type recorded struct {
@@ -209,5 +223,5 @@ func (p *paths) replayed(ctx context.Context, name string, ownership bool, kind 
 	if err := do(0); err != nil {
 		return nil, fmt.Errorf("cpu: record %s %s: %w", name, kind, err)
 	}
-	return build(&replaying{resp: rec.resp, next: map[string]int{}})
+	return build(&replaying{resp: rec.snapshot(), next: map[string]int{}})
 }
