@@ -148,49 +148,10 @@ func (l *Ledger) Account(ctx context.Context, accountID string) (Account, error)
 
 // RecentEntries returns up to limit (1..MaxRecentEntries) of the account's
 // entries, newest first, read with strong consistency from the ByPostedAt
-// index. An unknown account has no entries.
+// index: the first page of EntriesPage. An unknown account has no entries.
 func (l *Ledger) RecentEntries(ctx context.Context, accountID string, limit int) ([]Entry, error) {
-	if err := checkID("AccountID", accountID, maxIDBytes); err != nil {
-		return nil, fmt.Errorf("entries of %s: %w", accountID, err)
-	}
-	if limit < 1 || limit > MaxRecentEntries {
-		return nil, fmt.Errorf("entries of %s: %w", accountID,
-			invalid("Limit", fmt.Sprintf("must be between 1 and %d", MaxRecentEntries)))
-	}
-	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(accountPK(accountID)))).
-		Build()
-	if err != nil {
-		return nil, fmt.Errorf("entries of %s: build key condition: %w", accountID, err)
-	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(l.ledger),
-		IndexName:                 aws.String(indexByPosted),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ScanIndexForward:          aws.Bool(false),
-		ConsistentRead:            aws.Bool(true),
-	}
-	var entries []Entry
-	for {
-		in.Limit = aws.Int32(int32(limit - len(entries)))
-		out, err := l.api.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("entries of %s: %w", accountID, unavailable(err))
-		}
-		for _, item := range out.Items {
-			e, err := decodeEntry(item)
-			if err != nil {
-				return nil, fmt.Errorf("entries of %s: %w", accountID, err)
-			}
-			entries = append(entries, e)
-		}
-		if len(entries) >= limit || len(out.LastEvaluatedKey) == 0 {
-			return entries, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	entries, _, err := l.EntriesPage(ctx, accountID, limit, nil)
+	return entries, err
 }
 
 // TransferEntries reads the DEBIT, CREDIT and REFUND entries of a transfer
