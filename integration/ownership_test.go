@@ -12,6 +12,24 @@ import (
 
 const codeForbidden = "forbidden"
 
+// twoOwners returns the suite's caller and a second one, each owning its
+// accounts; it skips the test, saying why, when the stack does not enforce
+// ownership (offReason) or has no second caller.
+func twoOwners(t *testing.T, offReason string) (a, b *caller) {
+	t.Helper()
+	if !tg.ownership {
+		t.Skip(offReason)
+	}
+	b, reason, err := tg.second(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b == nil {
+		t.Skip(reason)
+	}
+	return tg.first, b
+}
+
 // TestAccountOwnership: an account is its owner's. Caller B can neither
 // debit caller A's account (403, no execution: nothing stored, or, when
 // the orchestrator had not yet read the account's owner, a record it
@@ -22,17 +40,7 @@ const codeForbidden = "forbidden"
 // still pay into A's account.
 func TestAccountOwnership(t *testing.T) {
 	t.Parallel()
-	if !tg.ownership {
-		t.Skip("the stack's AccountOwnership is off")
-	}
-	b, reason, err := tg.second(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b == nil {
-		t.Skip(reason)
-	}
-	a := tg.first
+	a, b := twoOwners(t, "the stack's AccountOwnership is off")
 	bk := newBook(t)
 	aSrc, aDst := bk.open(t, "a-src", "EUR", 10000), bk.open(t, "a-dst", "EUR", 0)
 	bSrc := bk.openFor(t, b, "b-src", "EUR", 10000)
@@ -162,17 +170,7 @@ const codeDestinationUnavailable = "destination_unavailable"
 // that a transfer to an account that can receive it completes.
 func TestDestinationOracle(t *testing.T) {
 	t.Parallel()
-	if !tg.ownership {
-		t.Skip("the stack's AccountOwnership is off: every caller may read every account")
-	}
-	b, reason, err := tg.second(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b == nil {
-		t.Skip(reason)
-	}
-	a := tg.first
+	a, b := twoOwners(t, "the stack's AccountOwnership is off: every caller may read every account")
 	const currency = "NOK"
 	bk := newBook(t)
 	aSrc := bk.open(t, "a-src", currency, 10000)
