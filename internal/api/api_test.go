@@ -165,6 +165,21 @@ func problemOf(t *testing.T, resp events.APIGatewayProxyResponse) api.Problem {
 	return p
 }
 
+// answeredTransfer is the transfer an answer carries: the problem's, when
+// wantCode is the problem code it must have (with a transfer), else the
+// body's.
+func answeredTransfer(t *testing.T, resp events.APIGatewayProxyResponse, wantCode string) transfer.Transfer {
+	t.Helper()
+	if wantCode == "" {
+		return transferOf(t, resp)
+	}
+	p := problemOf(t, resp)
+	if p.Code != wantCode || p.Transfer == nil {
+		t.Fatalf("problem %+v", p)
+	}
+	return *p.Transfer
+}
+
 func transferOf(t *testing.T, resp events.APIGatewayProxyResponse) transfer.Transfer {
 	t.Helper()
 	var tr transfer.Transfer
@@ -270,16 +285,7 @@ func TestPostReplays(t *testing.T) {
 			if resp.StatusCode != tt.wantStatus || resp.Headers[api.HeaderReplayed] != "true" {
 				t.Fatalf("status %d replayed %q: %s", resp.StatusCode, resp.Headers[api.HeaderReplayed], resp.Body)
 			}
-			var tr transfer.Transfer
-			if tt.wantCode != "" {
-				p := problemOf(t, resp)
-				if p.Code != tt.wantCode || p.Transfer == nil {
-					t.Fatalf("problem %+v", p)
-				}
-				tr = *p.Transfer
-			} else {
-				tr = transferOf(t, resp)
-			}
+			tr := answeredTransfer(t, resp, tt.wantCode)
 			if tr.TransferID != "transfer-1" || tr.Status != tt.wantState {
 				t.Fatalf("transfer %+v", tr)
 			}

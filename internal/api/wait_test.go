@@ -10,7 +10,6 @@ import (
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/api"
-	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
 const (
@@ -110,16 +109,7 @@ func TestPreferWait(t *testing.T) {
 			if loc := resp.Headers["Location"]; loc != "/transfers/transfer-1" {
 				t.Errorf("Location %q", loc)
 			}
-			var tr transfer.Transfer
-			if tt.wantCode != "" {
-				p := problemOf(t, resp)
-				if p.Code != tt.wantCode || p.Transfer == nil {
-					t.Fatalf("problem %+v", p)
-				}
-				tr = *p.Transfer
-			} else {
-				tr = transferOf(t, resp)
-			}
+			tr := answeredTransfer(t, resp, tt.wantCode)
 			if tr.TransferID != "transfer-1" {
 				t.Errorf("transfer %+v", tr)
 			}
