@@ -181,7 +181,11 @@ func (r *Reaper) step(ctx context.Context, log *slog.Logger, rec idempotency.Rec
 	// An infrastructure fault killed the attempt: the transfer is not
 	// refused, it goes on. If both legs committed, only the outcome is
 	// left to store.
-	entries, err := r.entries(ctx, rec)
+	req, err := storedRequest(rec)
+	if err != nil {
+		return "", false, err
+	}
+	entries, err := r.entries(ctx, rec, req)
 	if err != nil {
 		return "", false, err
 	}
@@ -253,12 +257,17 @@ func fencedCause(rec idempotency.Record) cause {
 	return cause{codeFenced, "The transfer was stopped while it ran"}
 }
 
-// entries reads the transfer's ledger entries (consistently).
-func (r *Reaper) entries(ctx context.Context, rec idempotency.Record) (map[ledger.Kind]ledger.Entry, error) {
+// storedRequest is the transfer request rec stores.
+func storedRequest(rec idempotency.Record) (transfer.Request, error) {
 	var req transfer.Request
 	if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {
-		return nil, fmt.Errorf("%w: stored request: %v", transfer.ErrCorruptRecord, err)
+		return transfer.Request{}, fmt.Errorf("%w: stored request: %v", transfer.ErrCorruptRecord, err)
 	}
+	return req, nil
+}
+
+// entries reads the ledger entries of rec's transfer req (consistently).
+func (r *Reaper) entries(ctx context.Context, rec idempotency.Record, req transfer.Request) (map[ledger.Kind]ledger.Entry, error) {
 	return retry(ctx, isTransientLedger, func() (map[ledger.Kind]ledger.Entry, error) {
 		return r.ledger.TransferEntries(ctx, rec.ResourceID, req.SourceAccountID, req.DestinationAccountID)
 	})
@@ -384,9 +393,9 @@ func (r *Reaper) start(ctx context.Context, log *slog.Logger, rec idempotency.Re
 // with the fence, and a reaper that finishes another's fenced record
 // uses the stored one.
 func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotency.Record, why cause) (Outcome, bool, error) {
-	var req transfer.Request
-	if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {
-		return "", false, fmt.Errorf("%w: stored request: %v", transfer.ErrCorruptRecord, err)
+	req, err := storedRequest(rec)
+	if err != nil {
+		return "", false, err
 	}
 
 	fenced, err := r.fence(ctx, rec, why)
@@ -397,7 +406,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 		return "", true, nil
 	}
 
-	entries, err := r.entries(ctx, rec)
+	entries, err := r.entries(ctx, rec, req)
 	if err != nil {
 		return "", false, err
 	}
