@@ -1,6 +1,10 @@
 package idempotency
 
-import "time"
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+)
 
 // Status is the state of an idempotency record.
 type Status string
@@ -110,3 +114,14 @@ func (r Record) Reusable(now time.Time) bool { return r.Status.Terminal() && r.E
 
 // TimeFormat is the layout of CreatedAt and UpdatedAt.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// AttemptIs is the condition that a record is on attempt n (Record.Attempt).
+// A record stored before attempts were counted has no attribute and is on
+// its first.
+func AttemptIs(n int64) expression.ConditionBuilder {
+	c := expression.Name(AttrAttempt).Equal(expression.Value(n))
+	if n == 0 {
+		c = c.Or(expression.AttributeNotExists(expression.Name(AttrAttempt)))
+	}
+	return c
+}

@@ -154,13 +154,8 @@ func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
 	if leg.Kind == Refund {
 		allowed = status.In(inProgress, expression.Value(string(idempotency.StatusReconciling)))
 	}
-	attempt := expression.Name(idempotency.AttrAttempt).Equal(expression.Value(leg.Attempt))
-	if leg.Attempt == 0 {
-		// A record stored before attempts were counted is on its first.
-		attempt = attempt.Or(expression.AttributeNotExists(expression.Name(idempotency.AttrAttempt)))
-	}
 	cond := allowed.And(
-		attempt,
+		idempotency.AttemptIs(leg.Attempt),
 		expression.Name(idempotency.AttrResourceID).Equal(expression.Value(leg.TransferID)),
 		expression.Name(RecordAttrSource).Equal(expression.Value(leg.source())),
 		expression.Name(RecordAttrDestination).Equal(expression.Value(leg.destination())),

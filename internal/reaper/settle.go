@@ -287,7 +287,7 @@ func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec idempotency.R
 	next.ExecutionArn, next.UpdatedAt, next.SweepAt = "", now, now
 	status := expression.Name(idempotency.AttrStatus)
 	cond := expression.Name(idempotency.AttrResourceID).Equal(expression.Value(rec.ResourceID)).
-		And(status.Equal(expression.Value(string(rec.Status))), attemptIs(rec.Attempt))
+		And(status.Equal(expression.Value(string(rec.Status))), idempotency.AttemptIs(rec.Attempt))
 	update := expression.Set(expression.Name(idempotency.AttrAttempt), expression.Value(next.Attempt)).
 		Set(status, expression.Value(string(next.Status))).
 		Set(expression.Name(idempotency.AttrPending), expression.Value(next.Pending)).
@@ -306,16 +306,6 @@ func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec idempotency.R
 		outcome = OutcomeResumed
 	}
 	return outcome, again, err
-}
-
-// attemptIs is the condition that the record is on attempt n (a record
-// stored before attempts were counted is on its first).
-func attemptIs(n int64) expression.ConditionBuilder {
-	c := expression.Name(idempotency.AttrAttempt).Equal(expression.Value(n))
-	if n == 0 {
-		c = c.Or(expression.AttributeNotExists(expression.Name(idempotency.AttrAttempt)))
-	}
-	return c
 }
 
 // attrExecutionArn is the record's executionArn (idempotency.Record's
@@ -513,7 +503,7 @@ func (r *Reaper) fence(ctx context.Context, rec idempotency.Record, why cause) (
 		And(status.In(
 			expression.Value(string(rec.Status)),
 			expression.Value(string(idempotency.StatusReconciling)),
-		), attemptIs(rec.Attempt))
+		), idempotency.AttemptIs(rec.Attempt))
 	code, detail := expression.Name(attrSettleCode), expression.Name(attrSettleDetail)
 	update := expression.Set(status, expression.Value(string(idempotency.StatusReconciling))).
 		Set(code, expression.IfNotExists(code, expression.Value(why.code))).
