@@ -300,7 +300,7 @@ func invoke(t *testing.T, function string, env map[string]string, event []byte) 
 		t.Fatalf("%s: no constructor for %s", function, code)
 	}
 	var logs bytes.Buffer
-	h, err := build(ctx, os.Getenv, cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	h, err := build(ctx, os.Getenv, app.AWS{Config: cfg}, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatalf("%s: init: %v", function, err)
 	}

@@ -13,16 +13,45 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/smithy-go/tracing"
 
-	"github.com/exactlyonce/transfers/internal/xray"
+	"github.com/exactlyonce/transfers/internal/telemetry"
 )
 
 // Env reads one configuration variable.
 type Env func(name string) string
 
 // Constructor builds a function's handler (a value lambda.NewHandler
-// accepts) from its environment and AWS configuration.
-type Constructor func(ctx context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error)
+// accepts) from its environment and its AWS clients' configuration.
+type Constructor func(ctx context.Context, env Env, clients AWS, log *slog.Logger) (any, error)
+
+// AWS is what a function builds its AWS clients from: the SDK's
+// configuration and the tracer provider their calls report spans to (nil:
+// untraced).
+type AWS struct {
+	Config aws.Config
+	Tracer tracing.TracerProvider
+}
+
+// DynamoDB is a DynamoDB client.
+func (a AWS) DynamoDB() *dynamodb.Client {
+	return dynamodb.NewFromConfig(a.Config, func(o *dynamodb.Options) {
+		if a.Tracer != nil {
+			o.TracerProvider = a.Tracer
+		}
+	})
+}
+
+// SFN is a Step Functions client.
+func (a AWS) SFN() *sfn.Client {
+	return sfn.NewFromConfig(a.Config, func(o *sfn.Options) {
+		if a.Tracer != nil {
+			o.TracerProvider = a.Tracer
+		}
+	})
+}
 
 // Functions maps each function's code folder (the last element of its
 // CodeUri in template.yaml) to its constructor.
@@ -45,16 +74,18 @@ func Main(build Constructor) {
 		log.Error("load AWS configuration", "error", err)
 		os.Exit(1)
 	}
-	if err := traced(&awsCfg, os.Getenv(xray.DaemonAddressEnv)); err != nil {
+	tracing, err := telemetry.New(os.Getenv)
+	if err != nil {
 		// Tracing is not worth failing the function for.
-		log.Warn("X-Ray tracing off", "error", err)
+		log.Warn("OpenTelemetry tracing off", "error", err)
 	}
-	h, err := build(ctx, os.Getenv, awsCfg, log)
+	tracing.Instrument(&awsCfg)
+	h, err := build(ctx, os.Getenv, AWS{Config: awsCfg, Tracer: tracing.SDKTracer()}, log)
 	if err != nil {
 		log.Error("configure function", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(h)
+	lambda.Start(tracing.Wrap(lambda.NewHandler(h)))
 }
 
 func required(env Env, name string) (string, error) {

@@ -59,7 +59,7 @@ func TestConstructorsCheckTheirEnvironment(t *testing.T) {
 				t.Fatalf("no constructor for %s", tt.fn)
 			}
 			env := tt.env
-			h, err := build(context.Background(), func(k string) string { return env[k] }, aws.Config{Region: "us-east-1"}, slog.New(slog.DiscardHandler))
+			h, err := build(context.Background(), func(k string) string { return env[k] }, AWS{Config: aws.Config{Region: "us-east-1"}}, slog.New(slog.DiscardHandler))
 			switch {
 			case tt.wantErr == "" && (err != nil || h == nil):
 				t.Fatalf("build = %v, %v", h, err)

@@ -7,20 +7,21 @@ import (
 	"sync"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/exactlyonce/transfers/internal/telemetry"
 )
 
 // newLogger is the deployed functions' logger: aws-lambda-go's JSON
 // logger (timestamp, level, message, requestId), plus on every line
 // logged during an invocation its X-Ray trace id (traceId, the Root of
 // the trace header Lambda passes) and coldStart, true during the first
-// invocation of the execution environment.
+// invocation of the execution environment, and when the invocation is
+// traced (package telemetry), spanId, the id of the span in which the line
+// was logged.
 func newLogger() *slog.Logger {
 	return slog.New(invocationHandler{next: lambdacontext.NewLogHandler(), first: &firstInvocation{}})
 }
-
-// traceHeaderKey is the context key under which aws-lambda-go passes an
-// invocation's X-Ray trace header.
-const traceHeaderKey = "x-amzn-trace-id"
 
 // firstInvocation remembers the request id of the environment's first
 // invocation.
@@ -46,8 +47,11 @@ func (h invocationHandler) Handle(ctx context.Context, r slog.Record) error {
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		h.first.once.Do(func() { h.first.id = lc.AwsRequestID })
 		r.AddAttrs(slog.Bool("coldStart", lc.AwsRequestID == h.first.id))
-		if header, _ := ctx.Value(traceHeaderKey).(string); header != "" {
+		if header, _ := ctx.Value(telemetry.TraceHeaderKey).(string); header != "" {
 			r.AddAttrs(slog.String("traceId", traceRoot(header)))
+		}
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && sc.IsSampled() {
+			r.AddAttrs(slog.String("spanId", sc.SpanID().String()))
 		}
 	}
 	return h.next.Handle(ctx, r)

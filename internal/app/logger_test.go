@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/exactlyonce/transfers/internal/telemetry"
 )
 
 func TestInvocationFields(t *testing.T) {
@@ -17,11 +20,18 @@ func TestInvocationFields(t *testing.T) {
 		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: requestID})
 		if traceHeader != "" {
 			//lint:ignore SA1029 the key is aws-lambda-go's own, a plain string
-			ctx = context.WithValue(ctx, traceHeaderKey, traceHeader)
+			ctx = context.WithValue(ctx, telemetry.TraceHeaderKey, traceHeader)
 		}
 		return ctx
 	}
 	const header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	inSpan := func(ctx context.Context, flags trace.TraceFlags) context.Context {
+		return trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID:    trace.TraceID{0x57, 0x59, 0xe9, 0x88, 1},
+			SpanID:     trace.SpanID{0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11},
+			TraceFlags: flags,
+		}))
+	}
 	tests := []struct {
 		name string
 		ctx  context.Context
@@ -31,7 +41,9 @@ func TestInvocationFields(t *testing.T) {
 		{"the first invocation", invocation("req-1", header), map[string]any{"coldStart": true, "traceId": "1-5759e988-bd862e3fe1be46a994272793"}},
 		{"the first invocation again", invocation("req-1", header), map[string]any{"coldStart": true}},
 		{"a later invocation", invocation("req-2", "Root=1-aaaaaaaa-bbbbbbbbbbbbbbbbbbbbbbbb"), map[string]any{"coldStart": false, "traceId": "1-aaaaaaaa-bbbbbbbbbbbbbbbbbbbbbbbb"}},
-		{"no trace header", invocation("req-3", ""), map[string]any{"coldStart": false, "traceId": nil}},
+		{"no trace header", invocation("req-3", ""), map[string]any{"coldStart": false, "traceId": nil, "spanId": nil}},
+		{"in a sampled span", inSpan(invocation("req-4", header), trace.FlagsSampled), map[string]any{"spanId": "0a0b0c0d0e0f1011"}},
+		{"in an unsampled span", inSpan(invocation("req-5", header), 0), map[string]any{"spanId": nil}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

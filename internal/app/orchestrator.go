@@ -6,9 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/google/uuid"
 
 	"github.com/exactlyonce/transfers/idempotency"
@@ -23,8 +21,8 @@ import (
 // default false), CURSOR_KEY (required: the key, at least 32 bytes, that
 // signs the lists' page cursors; template.yaml resolves it from the
 // stack's generated CursorKey secret).
-func Orchestrator(_ context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
-	h, err := NewOrchestrator(env, dynamodb.NewFromConfig(awsCfg), sfn.NewFromConfig(awsCfg), log)
+func Orchestrator(_ context.Context, env Env, clients AWS, log *slog.Logger) (any, error) {
+	h, err := NewOrchestrator(env, clients.DynamoDB(), clients.SFN(), log)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/exactlyonce/transfers/internal/ledger"
@@ -16,24 +15,24 @@ import (
 // LEDGER_TABLE, ACCOUNT_OWNERSHIP (enforce or off, default enforce): with
 // enforce, a debit of an account that is not the transfer's caller's is
 // rejected (Forbidden).
-func Debit(ctx context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
-	return leg(ledger.Debit, env, awsCfg, log)
+func Debit(ctx context.Context, env Env, clients AWS, log *slog.Logger) (any, error) {
+	return leg(ledger.Debit, env, clients, log)
 }
 
 // Credit builds the credit leg's handler. Environment: as Debit's; with
 // ACCOUNT_OWNERSHIP=enforce, a credit refused on an account that is not
 // the transfer's caller's is DestinationUnavailable, whatever the rule.
-func Credit(ctx context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
-	return leg(ledger.Credit, env, awsCfg, log)
+func Credit(ctx context.Context, env Env, clients AWS, log *slog.Logger) (any, error) {
+	return leg(ledger.Credit, env, clients, log)
 }
 
 // Refund builds the refund leg's handler.
-func Refund(ctx context.Context, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
-	return leg(ledger.Refund, env, awsCfg, log)
+func Refund(ctx context.Context, env Env, clients AWS, log *slog.Logger) (any, error) {
+	return leg(ledger.Refund, env, clients, log)
 }
 
-func leg(kind ledger.Kind, env Env, awsCfg aws.Config, log *slog.Logger) (any, error) {
-	led, err := newLedger(env, dynamodb.NewFromConfig(awsCfg))
+func leg(kind ledger.Kind, env Env, clients AWS, log *slog.Logger) (any, error) {
+	led, err := newLedger(env, clients.DynamoDB())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}

@@ -380,7 +380,7 @@ func (st *Stack) startFunctions(ctx context.Context, fns []cfn.Function, tplPath
 		}
 		vars := f.Environment
 		getenv := func(k string) string { return vars[k] }
-		h, err := build(ctx, getenv, st.AWS, st.log.With("function", f.Name))
+		h, err := build(ctx, getenv, app.AWS{Config: st.AWS}, st.log.With("function", f.Name))
 		if err != nil {
 			return fmt.Errorf("function %s: %w", f.LogicalID, err)
 		}
