@@ -94,11 +94,11 @@ type Result struct {
 	// Errors counts the starts whose first invoke answered with an error
 	// (POST .../error); each still counts as an invoke.
 	Errors int
-	// Subsegments counts the datagrams the first invokes sent to the
-	// X-Ray daemon, over all starts: each event comes with a sampled
-	// trace, as Lambda hands a traced function a sampled request, so a
-	// function that traces its AWS calls sends one per call.
-	Subsegments int
+	// Spans counts the OpenTelemetry spans the first invokes sent to the
+	// OTLP collector, over all starts: each function runs as deployed with
+	// the ADOT collector layer, and each event comes with a sampled trace,
+	// so a traced function sends one span per invocation and per AWS call.
+	Spans int
 }
 
 // Options configure Measure.
@@ -191,7 +191,7 @@ func Measure(ctx context.Context, opts Options) (hello Result, fns []Result, err
 			if s.answer.failed {
 				results[i].Errors++
 			}
-			results[i].Subsegments += s.subsegments
+			results[i].Spans += s.spans
 		}
 	}
 	for i := range all {
@@ -228,7 +228,7 @@ func measureOne(ctx context.Context, f Function, bin string, n int, timeout time
 // provided.al2023 runtime with tracing active, overridden and completed
 // by f.Env; it does not inherit this process's environment. It returns
 // the region too. The start adds the addresses of its Runtime API and
-// X-Ray daemon.
+// OTLP collector.
 func lambdaEnv(f Function) ([]string, string) {
 	vars := map[string]string{
 		"AWS_LAMBDA_FUNCTION_NAME":        f.Name,
@@ -247,7 +247,6 @@ func lambdaEnv(f Function) ([]string, string) {
 		"TZ":                              ":UTC",
 		"LANG":                            "en_US.UTF-8",
 		"PATH":                            "/usr/local/bin:/usr/bin/:/bin:/opt/bin",
-		"AWS_XRAY_CONTEXT_MISSING":        "LOG_ERROR",
 	}
 	for k, v := range f.Env {
 		vars[k] = v

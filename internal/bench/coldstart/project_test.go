@@ -54,16 +54,16 @@ func TestProjectFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%-12s %10s %10s %12s %12s", "function", "size", "ready", "first invoke", "subsegments")
+	t.Logf("%-12s %10s %10s %12s %12s", "function", "size", "ready", "first invoke", "spans")
 	for _, r := range append([]Result{hello}, results...) {
-		t.Logf("%-12s %10d %10v %12v %12d", r.Name, r.SizeArm64, r.Ready, r.FirstInvoke, r.Subsegments)
+		t.Logf("%-12s %10d %10v %12v %12d", r.Name, r.SizeArm64, r.Ready, r.FirstInvoke, r.Spans)
 		if r.Samples != *projectStarts || r.Errors != 0 || r.SizeArm64 <= 0 || r.Ready <= 0 || r.FirstInvoke <= 0 {
 			t.Errorf("%+v: want %d samples without errors, a size and positive medians", r, *projectStarts)
 		}
 		// Every function's first invoke makes AWS calls, each traced;
 		// hello makes none.
-		if traced := r.Subsegments >= *projectStarts; traced != (r.Name != HelloName) {
-			t.Errorf("%s sent %d subsegments to the X-Ray daemon in %d starts", r.Name, r.Subsegments, *projectStarts)
+		if traced := r.Spans >= 2**projectStarts; traced != (r.Name != HelloName) {
+			t.Errorf("%s sent %d spans to the OTLP collector in %d starts", r.Name, r.Spans, *projectStarts)
 		}
 	}
 	if err := Check(hello, results); err != nil {

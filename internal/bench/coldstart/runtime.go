@@ -8,10 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strconv"
 	"sync"
 	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // The Lambda Runtime API's paths and headers that a function's runtime
@@ -171,16 +175,16 @@ func (a *runtimeAPI) initError(w http.ResponseWriter, r *http.Request) {
 type sample struct {
 	ready, firstInvoke time.Duration
 	answer             answer
-	subsegments        int // datagrams received by the X-Ray daemon
+	spans              int // spans received by the OTLP collector
 }
 
 // startOnce starts the binary with env, to which it adds the addresses
 // of its Runtime API (AWS_LAMBDA_RUNTIME_API) and of a stand-in for the
-// X-Ray daemon (AWS_XRAY_DAEMON_ADDRESS, which Lambda sets for a traced
-// function). It hands the process event as its first invoke and returns
-// the times from just before the start to the runtime's first GET /next,
-// and from handing out the event to its answer, and counts the datagrams
-// sent to the daemon. It kills and reaps the process before returning. A
+// ADOT collector layer's OTLP receiver (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+// which the template sets when the layer is deployed). It hands the
+// process event as its first invoke and returns the times from just
+// before the start to the runtime's first GET /next, and from handing out
+// the event to its answer, and counts the spans sent to the collector. It kills and reaps the process before returning. A
 // process that exits, reports an init error or does not answer within
 // timeout is an error, with the tail of its output.
 func startOnce(ctx context.Context, bin, name, region string, env []string, event []byte, timeout time.Duration) (sample, error) {
@@ -189,20 +193,14 @@ func startOnce(ctx context.Context, bin, name, region string, env []string, even
 		return sample{}, err
 	}
 	defer api.close()
-	daemon, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return sample{}, fmt.Errorf("X-Ray daemon: %w", err)
-	}
-	defer daemon.Close()
-	daemonHost, daemonPort, _ := net.SplitHostPort(daemon.LocalAddr().String())
+	collector := newCollector()
+	defer collector.Close()
 
 	out := &tail{max: outputTailBytes}
 	cmd := exec.Command(bin)
 	cmd.Env = append(env,
 		"AWS_LAMBDA_RUNTIME_API="+api.addr(),
-		"AWS_XRAY_DAEMON_ADDRESS="+daemon.LocalAddr().String(),
-		"_AWS_XRAY_DAEMON_ADDRESS="+daemonHost,
-		"_AWS_XRAY_DAEMON_PORT="+daemonPort)
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+collector.URL+"/v1/traces")
 	cmd.Stdout, cmd.Stderr = out, out
 	exited := make(chan error, 1)
 
@@ -230,7 +228,7 @@ func startOnce(ctx context.Context, bin, name, region string, env []string, even
 		}
 		s.answer = ans
 		s.firstInvoke = ans.at.Sub(api.handedAt())
-		s.subsegments = drain(daemon)
+		s.spans = collector.count()
 		return s, nil
 	}
 	initError := func(body []byte) (sample, error) {
@@ -271,19 +269,45 @@ func startOnce(ctx context.Context, bin, name, region string, env []string, even
 	}
 }
 
-// drain counts the datagrams waiting on conn. A traced call sends its
-// subsegment before it returns, so those of a first invoke are queued by
-// the time its answer arrives.
-func drain(conn net.PacketConn) int {
-	buf := make([]byte, 64<<10)
-	n := 0
-	for {
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
-		if _, _, err := conn.ReadFrom(buf); err != nil {
-			return n
+// collector is an OTLP/HTTP traces receiver that counts the spans it
+// gets. A traced function sends an invocation's spans before it answers
+// (internal/telemetry), so those of a first invoke are counted by the time
+// its answer arrives.
+type collector struct {
+	*httptest.Server
+	mu    sync.Mutex
+	spans int
+}
+
+func newCollector() *collector {
+	c := &collector{}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var td tracepb.TracesData
+		if err == nil {
+			err = proto.Unmarshal(body, &td)
 		}
-		n++
-	}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n := 0
+		for _, rs := range td.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				n += len(ss.Spans)
+			}
+		}
+		c.mu.Lock()
+		c.spans += n
+		c.mu.Unlock()
+	}))
+	return c
+}
+
+func (c *collector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spans
 }
 
 // tail keeps the last max bytes written to it: a process's output, for
