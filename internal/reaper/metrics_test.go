@@ -106,6 +106,14 @@ func TestSweepPublishesMetrics(t *testing.T) {
 // by the leg that committed the credit or the refund, which published it;
 // a settle of a settled transfer publishes nothing.
 func TestSettlePublishesTimeToSettle(t *testing.T) {
+	// One Outcome dimension for both metrics of a settled transfer.
+	for o, m := range map[reaper.Outcome]string{
+		reaper.OutcomeCompleted: metrics.OutcomeCompleted, reaper.OutcomeFailed: metrics.OutcomeFailed, reaper.OutcomeReversed: metrics.OutcomeReversed,
+	} {
+		if string(o) != m {
+			t.Errorf("Reaped names Outcome %q, TimeToSettle %q", o, m)
+		}
+	}
 	e := newEnv(t, envOptions{})
 	cases := []struct {
 		name      string
