@@ -19,6 +19,9 @@ type VoidResult struct {
 	// or the first one when the leg was voided before.
 	Reason string
 	Detail string
+	// Replayed is set when the slot was void before: an earlier attempt's
+	// rejection, which this call did not write.
+	Replayed bool
 }
 
 // Void makes a business rejection of a DEBIT final. Step Functions may give
@@ -84,7 +87,7 @@ func (l *Ledger) void(ctx context.Context, leg Leg, reason, detail string) (Void
 		var voided *VoidedError
 		switch {
 		case errors.As(serr, &voided):
-			return VoidResult{Reason: voided.Reason, Detail: voided.Detail}, nil
+			return VoidResult{Reason: voided.Reason, Detail: voided.Detail, Replayed: true}, nil
 		case serr != nil:
 			return VoidResult{}, serr
 		}

@@ -21,12 +21,14 @@ func TestVoid(t *testing.T) {
 		// wantCommitted: Void finds the debit committed.
 		wantCommitted bool
 		wantReason    string
-		wantErr       error
+		// wantReplayed: the slot was void before this call.
+		wantReplayed bool
+		wantErr      error
 	}{
 		{name: "voids an empty slot", wantReason: "InsufficientFunds"},
 		{name: "a committed debit stands", wantCommitted: true,
 			prepare: func(t *testing.T, tr ledgertest.Transfer) { env.Post(t, tr, ledger.Debit) }},
-		{name: "a second void keeps the first rejection", wantReason: "AccountClosed",
+		{name: "a second void keeps the first rejection", wantReason: "AccountClosed", wantReplayed: true,
 			prepare: func(t *testing.T, tr ledgertest.Transfer) {
 				if _, err := env.Ledger.Void(ctx, tr.Leg(ledger.Debit), "AccountClosed", "first"); err != nil {
 					t.Fatal(err)
@@ -59,6 +61,9 @@ func TestVoid(t *testing.T) {
 			}
 			if !tc.wantCommitted && res.Reason != tc.wantReason {
 				t.Errorf("Void reason = %q, want %q", res.Reason, tc.wantReason)
+			}
+			if res.Replayed != tc.wantReplayed {
+				t.Errorf("Void replayed = %v, want %v", res.Replayed, tc.wantReplayed)
 			}
 			if got := env.Balance(t, tr.Source); got != before {
 				t.Errorf("Void moved the balance from %d to %d", before, got)

@@ -102,6 +102,10 @@ const (
 	// Sweep (dimension Service=reaper).
 	Swept       = "Swept"       // stuck transfers the sweep settled without error
 	Reconciling = "Reconciling" // stuck RECONCILING records the sweep found
+
+	// Transfers (dimension Outcome=completed|failed|reversed), published
+	// by Settled: in milliseconds, not a count.
+	TimeToSettle = "TimeToSettle" // from a transfer's acceptance to the write that settled its money
 )
 
 // Dimension values of Service.
@@ -118,4 +122,39 @@ func Service(name string) slog.Attr { return slog.String("Service", name) }
 // given dimensions (Service first).
 func Incr(ctx context.Context, log *slog.Logger, name string, dims ...slog.Attr) {
 	Emit(ctx, log, "metric "+name, dims, Metric{Name: name, Value: 1})
+}
+
+// Outcomes of a settled transfer, the Outcome dimension of TimeToSettle:
+// how its record ends (COMPLETED; FAILED without money moved; FAILED with
+// the debit refunded), named as the reaper's Outcome dimension names them.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+	OutcomeReversed  = "reversed"
+)
+
+// Settled publishes the TimeToSettle of one transfer: from createdAt, its
+// record's acceptance time as stored (RFC 3339), to settledAt, when the
+// write that settled its money committed. The one dimension is Outcome, so
+// that a percentile covers every transfer of an outcome whichever function
+// settled it; service, the function that did, is a plain field of the
+// line ("settledBy"), for Logs Insights.
+//
+// A createdAt that is missing or does not parse publishes nothing: the
+// line says so at WARN, and the caller's work goes on (a metric never
+// fails a leg). A settledAt before createdAt (clocks of two hosts) counts
+// as zero.
+func Settled(ctx context.Context, log *slog.Logger, service, outcome, createdAt string, settledAt time.Time) {
+	accepted, err := time.Parse(time.RFC3339Nano, createdAt)
+	if err != nil {
+		log.LogAttrs(ctx, slog.LevelWarn, "time to settle not published",
+			slog.String("settledBy", service), slog.String("outcome", outcome),
+			slog.String("createdAt", createdAt), slog.String("error", err.Error()))
+		return
+	}
+	ms := float64(max(settledAt.Sub(accepted), 0)) / float64(time.Millisecond)
+	attrs := Attrs(settledAt, []slog.Attr{slog.String("Outcome", outcome)},
+		Metric{Name: TimeToSettle, Value: ms, Unit: Milliseconds})
+	attrs = append(attrs, slog.String("settledBy", service))
+	log.LogAttrs(ctx, slog.LevelInfo, "metric "+TimeToSettle, attrs...)
 }

@@ -101,3 +101,59 @@ func TestParseRefusesMalformedDocuments(t *testing.T) {
 		}
 	}
 }
+
+// Settled publishes one TimeToSettle in milliseconds, from the record's
+// createdAt to the settling write, with the outcome as its one dimension
+// and the settling function as a plain field; a createdAt it cannot read
+// publishes nothing and says so at WARN.
+func TestSettledPublishesTimeToSettle(t *testing.T) {
+	settled := time.Date(2026, 1, 2, 3, 4, 7, 250_000_000, time.UTC)
+	cases := []struct {
+		name      string
+		createdAt string
+		want      float64 // milliseconds; < 0: nothing published
+	}{
+		{name: "record time format", createdAt: "2026-01-02T03:04:05.000Z", want: 2250},
+		{name: "offset and nanoseconds", createdAt: "2026-01-02T04:04:06.999500+01:00", want: 250.5},
+		{name: "same instant", createdAt: "2026-01-02T03:04:07.250Z", want: 0},
+		{name: "settled before accepted (clock skew) is zero", createdAt: "2026-01-02T03:04:07.300Z", want: 0},
+		{name: "missing", createdAt: "", want: -1},
+		{name: "not RFC 3339", createdAt: "2026-01-02 03:04:05", want: -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			log := slog.New(slog.NewJSONHandler(&buf, nil)).With("transferId", "t-1")
+			metrics.Settled(context.Background(), log, metrics.ServiceWorker, metrics.OutcomeReversed, c.createdAt, settled)
+
+			var line map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+				t.Fatalf("want one JSON line, got %q: %v", buf.String(), err)
+			}
+			docs, err := emftest.Docs(buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want < 0 {
+				if len(docs) != 0 || line["level"] != "WARN" || line["createdAt"] != c.createdAt {
+					t.Errorf("line %s: want a WARN naming createdAt %q and no metric", buf.String(), c.createdAt)
+				}
+				return
+			}
+			if len(docs) != 1 {
+				t.Fatalf("%d EMF documents in %s, want 1", len(docs), buf.String())
+			}
+			doc := docs[0]
+			if doc.Values[metrics.TimeToSettle] != c.want || doc.Units[metrics.TimeToSettle] != metrics.Milliseconds || len(doc.Values) != 1 {
+				t.Errorf("values %v units %v, want TimeToSettle = %v Milliseconds only", doc.Values, doc.Units, c.want)
+			}
+			if !reflect.DeepEqual(doc.Dimensions, map[string]string{"Outcome": metrics.OutcomeReversed}) {
+				t.Errorf("dimensions %v, want Outcome alone", doc.Dimensions)
+			}
+			ts := line["_aws"].(map[string]any)["Timestamp"]
+			if line["settledBy"] != metrics.ServiceWorker || line["transferId"] != "t-1" || ts != float64(settled.UnixMilli()) {
+				t.Errorf("settledBy %v, transferId %v, Timestamp %v; want worker, t-1, the settling time", line["settledBy"], line["transferId"], ts)
+			}
+		})
+	}
+}

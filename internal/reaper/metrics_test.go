@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/metrics"
 	"github.com/exactlyonce/transfers/internal/metrics/emftest"
 	"github.com/exactlyonce/transfers/internal/reaper"
@@ -95,5 +96,150 @@ func TestSweepPublishesMetrics(t *testing.T) {
 		if rec["recordKey"] != keys[id] {
 			t.Errorf("line %s: recordKey %v, want %s", line, rec["recordKey"], keys[id])
 		}
+	}
+}
+
+// A settle publishes TimeToSettle, from the record's createdAt to the
+// write that settled the money, only when that write is the reaper's: the
+// refund it posts (reversed), or FAILED stored when no money moved
+// (failed). A transfer it finds completed or already refunded was settled
+// by the leg that committed the credit or the refund, which published it;
+// a settle of a settled transfer publishes nothing.
+func TestSettlePublishesTimeToSettle(t *testing.T) {
+	// One Outcome dimension for both metrics of a settled transfer.
+	for o, m := range map[reaper.Outcome]string{
+		reaper.OutcomeCompleted: metrics.OutcomeCompleted, reaper.OutcomeFailed: metrics.OutcomeFailed, reaper.OutcomeReversed: metrics.OutcomeReversed,
+	} {
+		if string(o) != m {
+			t.Errorf("Reaped names Outcome %q, TimeToSettle %q", o, m)
+		}
+	}
+	e := newEnv(t, envOptions{})
+	cases := []struct {
+		name      string
+		reference string
+		age       time.Duration
+		setup     func(t *testing.T, e *env, f fixture)
+		outcome   reaper.Outcome
+		// want is the Outcome of the one TimeToSettle; "" means none.
+		want string
+	}{
+		{name: "aborted after the debit: the reaper's refund", reference: runRef, age: 20 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				arn := e.runExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+				e.abort(t, arn)
+			},
+			outcome: reaper.OutcomeReversed, want: metrics.OutcomeReversed},
+		{name: "past the completion window, debit only: the reaper's refund", reference: "LedgerUnavailable", age: 2 * time.Hour,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+			},
+			outcome: reaper.OutcomeReversed, want: metrics.OutcomeReversed},
+		{name: "past the completion window, nothing posted: failed", reference: runRef, age: 2 * time.Hour,
+			outcome: reaper.OutcomeFailed, want: metrics.OutcomeFailed},
+		{name: "aborted before the debit: failed", reference: runRef, age: 20 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				arn := e.runExecution(t, f)
+				e.markInProgress(t, f)
+				e.abort(t, arn)
+			},
+			outcome: reaper.OutcomeFailed, want: metrics.OutcomeFailed},
+		{name: "debit and credit found: the credit published", reference: "TransferFenced", age: 20 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit, credit)
+			},
+			outcome: reaper.OutcomeCompleted},
+		{name: "refund found: the refund published", reference: "States.Runtime", age: 20 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+				leg := f.leg(ledger.Refund)
+				leg.Reason, leg.Detail = "AccountClosed", "Account "+f.dst+" is closed."
+				if _, err := e.ledger.Post(testContext(t), leg); err != nil {
+					t.Fatal(err)
+				}
+			},
+			outcome: reaper.OutcomeReversed},
+		{name: "infrastructure failure after the debit: resumed, not settled", reference: "LedgerUnavailable", age: 20 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+			},
+			outcome: reaper.OutcomeResumed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := e.newTransfer(t, c.reference, c.age)
+			if c.setup != nil {
+				c.setup(t, e, f)
+			}
+			logs := &lockedBuffer{}
+			r, err := reaper.New(e.config(), e.db, e.sfn, e.ledger, slog.New(slog.NewJSONHandler(logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			created, err := time.Parse(time.RFC3339Nano, f.rec.CreatedAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Settle(testContext(t), f.rec.Key, f.rec.ResourceID)
+			if err != nil || got != c.outcome {
+				t.Fatalf("Settle = %s, %v; want %s", got, err, c.outcome)
+			}
+			// The event again: the transfer is settled, nothing more.
+			if c.want != "" {
+				if again, err := r.Settle(testContext(t), f.rec.Key, f.rec.ResourceID); err != nil || again != reaper.OutcomeAlreadySettled {
+					t.Fatalf("Settle again = %s, %v; want %s", again, err, reaper.OutcomeAlreadySettled)
+				}
+			}
+			elapsed := time.Since(created)
+
+			docs, err := emftest.Docs(logs.Bytes())
+			if err != nil {
+				t.Fatalf("EMF: %v", err)
+			}
+			var settled []emftest.Doc
+			for _, d := range docs {
+				if _, ok := d.Values[metrics.TimeToSettle]; ok {
+					settled = append(settled, d)
+				}
+			}
+			if c.want == "" {
+				if len(settled) != 0 {
+					t.Fatalf("published TimeToSettle %+v, want none", settled)
+				}
+				return
+			}
+			if len(settled) != 1 {
+				t.Fatalf("published TimeToSettle %d times (%+v), want once", len(settled), settled)
+			}
+			d := settled[0]
+			if d.Dimensions["Outcome"] != c.want || len(d.Dimensions) != 1 || d.Units[metrics.TimeToSettle] != metrics.Milliseconds {
+				t.Errorf("dimensions %v units %v, want Outcome=%s alone, in Milliseconds", d.Dimensions, d.Units, c.want)
+			}
+			lo := float64(start.Sub(created)) / float64(time.Millisecond)
+			hi := float64(elapsed) / float64(time.Millisecond)
+			if ms := d.Values[metrics.TimeToSettle]; ms < lo || ms > hi {
+				t.Errorf("TimeToSettle = %v ms, want between %v and %v (from createdAt %s)", ms, lo, hi, f.rec.CreatedAt)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(logs.Bytes())), "\n") {
+				var rec map[string]any
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := rec[metrics.TimeToSettle]; ok && (rec["transferId"] != f.rec.ResourceID || rec["settledBy"] != metrics.ServiceReaper) {
+					t.Errorf("line %s: want transferId %s and settledBy reaper", line, f.rec.ResourceID)
+				}
+			}
+		})
 	}
 }

@@ -422,7 +422,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 			why = refundCause(entries[ledger.Refund])
 		}
 	case debit:
-		_, err := retry(ctx, isTransientLedger, func() (ledger.Entry, error) {
+		entry, err := retry(ctx, isTransientLedger, func() (ledger.Entry, error) {
 			return r.ledger.Post(ctx, refundLeg(rec, req, why))
 		})
 		switch {
@@ -435,6 +435,11 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 			return "", false, fmt.Errorf("refund the debit; the record stays %s: %w", idempotency.StatusReconciling, err)
 		}
 		outcome, posted = OutcomeReversed, true
+		if !entry.Replayed {
+			// This refund settled the money: its time to settle ends now,
+			// whether or not this reaper lives to store the outcome.
+			metrics.Settled(ctx, log, metrics.ServiceReaper, metrics.OutcomeReversed, rec.CreatedAt, r.cfg.Now())
+		}
 	default:
 		outcome = OutcomeFailed
 	}
@@ -464,6 +469,12 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 
 	metrics.Emit(ctx, log, "settle metrics",
 		[]slog.Attr{metrics.Service(metrics.ServiceReaper), slog.String("Outcome", string(outcome))}, settledMetrics...)
+	if outcome == OutcomeFailed {
+		// No money moved: storing FAILED settled the transfer. A
+		// transfer found completed or reversed was settled by the leg
+		// that committed its credit or its refund, which published it.
+		metrics.Settled(ctx, log, metrics.ServiceReaper, metrics.OutcomeFailed, rec.CreatedAt, settled)
+	}
 	if outcome != OutcomeCompleted && why.code == CodeTimedOut {
 		// Service alone, as TimedOutAlarm reads it.
 		metrics.Incr(ctx, log, metrics.TimedOut, metrics.Service(metrics.ServiceReaper))

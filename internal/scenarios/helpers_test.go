@@ -30,6 +30,7 @@ import (
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/fault"
 	"github.com/exactlyonce/transfers/internal/local/stack"
+	"github.com/exactlyonce/transfers/internal/metrics"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -449,6 +450,16 @@ func (sc *scenario) expect(snap *chaos.Snapshot, key string, req transfer.Reques
 	if n, attempts := len(sc.executions(tid)), max(want.attempts, 1); n != attempts && want.attempts != anyAttempts {
 		fail("%d executions, want %d", n, attempts)
 	}
+	wantSettled := metrics.OutcomeCompleted
+	switch {
+	case want.status == idempotency.StatusFailed && want.reversed:
+		wantSettled = metrics.OutcomeReversed
+	case want.status == idempotency.StatusFailed:
+		wantSettled = metrics.OutcomeFailed
+	}
+	if got := sc.logs.timeToSettle(tid); len(got) != 1 || got[0] != wantSettled {
+		fail("published TimeToSettle with outcomes %v, want once with %s", got, wantSettled)
+	}
 	e := sc.post(key, req)
 	if e.Status != want.replay || e.Code != want.replayCode || !e.Replayed || e.TransferID != tid {
 		fail("replay answered %s; want %d %s replayed, transfer %s", e, want.replay, want.replayCode, tid)
@@ -647,6 +658,18 @@ func (c *logCapture) lines(match func(logLine) bool) []logLine {
 // about returns the records that name the transfer.
 func (c *logCapture) about(transferID string) []logLine {
 	return c.lines(func(l logLine) bool { return l.Attrs["transferId"] == transferID })
+}
+
+// timeToSettle returns the Outcome of each TimeToSettle published for
+// the transfer.
+func (c *logCapture) timeToSettle(transferID string) []string {
+	var out []string
+	for _, l := range c.about(transferID) {
+		if _, ok := l.Attrs[metrics.TimeToSettle]; ok {
+			out = append(out, l.Attrs["Outcome"])
+		}
+	}
+	return out
 }
 
 // reaperLines returns the reaper's records about the transfer with the

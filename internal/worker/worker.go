@@ -161,6 +161,10 @@ type Task struct {
 	// input's): the leg commits only while it is the record's current
 	// attempt.
 	Attempt int64 `json:"attempt"`
+	// CreatedAt is when the transfer was accepted (the workflow input's,
+	// its record's createdAt, RFC 3339): the start of the TimeToSettle
+	// the worker publishes when its leg settles the transfer.
+	CreatedAt string `json:"createdAt,omitempty"`
 	// Refused, on the REFUND the workflow posts when a business rule
 	// refused the credit, is that refusal as Step Functions caught it:
 	// it is stored with the refund entry (ledger.Leg.Reason).
@@ -332,6 +336,11 @@ func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 			return Result{}, w.fail(ctx, task, fmt.Errorf("make the rejection (%s) final: %w", name, verr))
 		}
 		if res.Committed == nil {
+			if !res.Replayed {
+				// Not when a concurrent attempt of the debit voided it
+				// first: that attempt publishes it.
+				w.settled(ctx, task, metrics.OutcomeFailed)
+			}
 			return w.rejected(ctx, task, res.Reason, res.Detail, "rejected"), nil
 		}
 		// An earlier attempt committed before the rejection could be made
@@ -343,6 +352,14 @@ func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 	outcome := "committed"
 	if entry.Replayed {
 		outcome = "replayed"
+	}
+	switch {
+	case entry.Replayed:
+		// Published by the attempt that committed it.
+	case w.kind == ledger.Credit:
+		w.settled(ctx, task, metrics.OutcomeCompleted)
+	case w.kind == ledger.Refund:
+		w.settled(ctx, task, metrics.OutcomeReversed)
 	}
 	w.log.LogAttrs(ctx, slog.LevelInfo, "leg posted",
 		slog.String("transferId", task.TransferID),
@@ -359,6 +376,15 @@ func (w *Worker) Handle(ctx context.Context, task Task) (Result, error) {
 		slog.String("accountId", entry.AccountID),
 	)
 	return Result{Entry: &entry, ExpiresAt: w.expiresAt(task)}, nil
+}
+
+// settled publishes the transfer's TimeToSettle: this worker's write
+// settled its money (the credit committed, the refund committed, or the
+// debit's rejection was made final), now. The workflow stores the outcome
+// on the record in its next state.
+func (w *Worker) settled(ctx context.Context, task Task, outcome string) {
+	metrics.Settled(ctx, w.log.With(slog.String("transferId", task.TransferID), slog.String("recordKey", task.RecordKey)),
+		metrics.ServiceWorker, outcome, task.CreatedAt, w.now())
 }
 
 // rejected is the answer for a voided debit.

@@ -1,0 +1,63 @@
+package cfn_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/exactlyonce/transfers/internal/cfn"
+	"github.com/exactlyonce/transfers/internal/metrics"
+)
+
+// TestDashboardPlotsTimeToSettle: the dashboard plots the p50 and p99 of
+// TimeToSettle for each outcome the functions publish, under the one
+// dimension (Outcome) they publish it with, so that no line of the widget
+// is a metric that never exists.
+func TestDashboardPlotsTimeToSettle(t *testing.T) {
+	tmpl := projectTemplate(t)
+	r, err := cfn.NewResolver(tmpl, cfn.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := r.String(tmpl.Resources["Dashboard"].Properties.Get("DashboardBody"))
+	if err != nil {
+		t.Fatalf("DashboardBody: %v", err)
+	}
+	var dash struct {
+		Widgets []struct {
+			Properties struct {
+				Metrics [][]any `json:"metrics"`
+			} `json:"properties"`
+		} `json:"widgets"`
+	}
+	if err := json.Unmarshal([]byte(body), &dash); err != nil {
+		t.Fatalf("DashboardBody is not JSON: %v", err)
+	}
+	plotted := map[string][]string{} // outcome -> stats
+	for _, w := range dash.Widgets {
+		for _, m := range w.Properties.Metrics {
+			if len(m) < 2 || m[0] != metrics.Namespace || m[1] != metrics.TimeToSettle {
+				continue
+			}
+			if len(m) != 5 || m[2] != "Outcome" {
+				t.Errorf("row %v: want namespace, TimeToSettle, Outcome, its value and the options", m)
+				continue
+			}
+			outcome, _ := m[3].(string)
+			opts, _ := m[4].(map[string]any)
+			stat, _ := opts["stat"].(string)
+			plotted[outcome] = append(plotted[outcome], stat)
+		}
+	}
+	want := []string{"p50", "p99"}
+	for _, o := range []string{metrics.OutcomeCompleted, metrics.OutcomeFailed, metrics.OutcomeReversed} {
+		got := slices.Sorted(slices.Values(plotted[o]))
+		if !slices.Equal(got, want) {
+			t.Errorf("TimeToSettle Outcome=%s plotted as %v, want %v", o, got, want)
+		}
+		delete(plotted, o)
+	}
+	for o := range plotted {
+		t.Errorf("the dashboard plots TimeToSettle Outcome=%s, which no function publishes", o)
+	}
+}
