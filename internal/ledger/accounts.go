@@ -154,6 +154,37 @@ func (l *Ledger) RecentEntries(ctx context.Context, accountID string, limit int)
 	return entries, err
 }
 
+// Rejection reads the business rejection a void marker holds in a
+// transfer's DEBIT slot on source (Void): nil when the slot holds none (it
+// is empty, or the debit committed). The read is strongly consistent.
+func (l *Ledger) Rejection(ctx context.Context, transferID, source string) (*VoidedError, error) {
+	for _, c := range []struct{ field, v string }{{"TransferID", transferID}, {"Source", source}} {
+		if err := checkID(c.field, c.v, maxIDBytes); err != nil {
+			return nil, fmt.Errorf("rejection of transfer %s: %w", transferID, err)
+		}
+	}
+	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(l.ledger),
+		Key:            key(accountPK(source), entrySK(transferID, Debit)),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rejection of transfer %s: %w", transferID, unavailable(err))
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	_, err = decodeEntry(out.Item)
+	var voided *VoidedError
+	switch {
+	case errors.As(err, &voided):
+		return voided, nil
+	case err != nil:
+		return nil, fmt.Errorf("rejection of transfer %s: %w", transferID, err)
+	}
+	return nil, nil
+}
+
 // TransferEntries reads the DEBIT, CREDIT and REFUND entries of a transfer
 // (DEBIT and REFUND on the source, CREDIT on the destination) in one
 // TransactGetItems: a strongly consistent, serializable snapshot, so no leg

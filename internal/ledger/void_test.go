@@ -238,3 +238,51 @@ func TestLegFencedToTheCurrentAttempt(t *testing.T) {
 		t.Errorf("destination holds %d, want 100", got)
 	}
 }
+
+// Rejection reads the rejection a void marker holds in the debit's slot,
+// and nothing from an empty slot or a committed debit.
+func TestRejection(t *testing.T) {
+	env := ledgertest.New(t)
+	ctx := context.Background()
+	cases := []struct {
+		name       string
+		prepare    func(t *testing.T, tr ledgertest.Transfer)
+		wantReason string // "": no rejection
+	}{
+		{name: "empty slot"},
+		{name: "committed debit",
+			prepare: func(t *testing.T, tr ledgertest.Transfer) { env.Post(t, tr, ledger.Debit) }},
+		{name: "void marker", wantReason: "AccountClosed",
+			prepare: func(t *testing.T, tr ledgertest.Transfer) {
+				if _, err := env.Ledger.Void(ctx, tr.Leg(ledger.Debit), "AccountClosed", "Account closed."); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "a refunded debit is no rejection",
+			prepare: func(t *testing.T, tr ledgertest.Transfer) {
+				env.Post(t, tr, ledger.Debit)
+				env.Post(t, tr, ledger.Refund)
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := transferFixture(t, env)
+			if tc.prepare != nil {
+				tc.prepare(t, tr)
+			}
+			got, err := env.Ledger.Rejection(ctx, tr.ID, tr.Source)
+			if err != nil {
+				t.Fatalf("Rejection: %v", err)
+			}
+			switch {
+			case tc.wantReason == "" && got != nil:
+				t.Errorf("Rejection = %+v, want none", got)
+			case tc.wantReason != "" && (got == nil || got.Reason != tc.wantReason || got.Detail != "Account closed."):
+				t.Errorf("Rejection = %+v, want %s with its detail", got, tc.wantReason)
+			}
+		})
+	}
+	if _, err := env.Ledger.Rejection(ctx, "", "src"); err == nil {
+		t.Error("Rejection of an empty transfer id: no error")
+	}
+}

@@ -447,6 +447,15 @@ func (e *env) post(t *testing.T, f fixture, kinds ...ledger.Kind) {
 	}
 }
 
+// voidDebit makes a business refusal of the transfer's debit final, as the
+// debit worker does (ledger.Void), with reason as its code.
+func (e *env) voidDebit(t *testing.T, f fixture, reason string) {
+	t.Helper()
+	if _, err := e.ledger.Void(testContext(t), f.leg(ledger.Debit), reason, "Refused: "+reason+"."); err != nil {
+		t.Fatalf("void the debit of %s: %v", f.rec.ResourceID, err)
+	}
+}
+
 // record reads the transfer's record, strongly consistent.
 func (e *env) record(t *testing.T, f fixture) idempotency.Record {
 	t.Helper()

@@ -148,6 +148,14 @@ func TestSettlePublishesTimeToSettle(t *testing.T) {
 				e.abort(t, arn)
 			},
 			outcome: reaper.OutcomeFailed, want: metrics.OutcomeFailed},
+		{name: "debit refused, then aborted: the debit published", reference: runRef, age: 20 * time.Minute,
+			setup: func(t *testing.T, e *env, f fixture) {
+				arn := e.runExecution(t, f)
+				e.markInProgress(t, f)
+				e.voidDebit(t, f, "InsufficientFunds")
+				e.abort(t, arn)
+			},
+			outcome: reaper.OutcomeFailed},
 		{name: "debit and credit found: the credit published", reference: "TransferFenced", age: 20 * time.Minute,
 			setup: func(t *testing.T, e *env, f fixture) {
 				e.closeExecution(t, f)

@@ -200,10 +200,11 @@ type StepFunctionsAPI interface {
 
 var _ StepFunctionsAPI = (*sfn.Client)(nil)
 
-// Ledger reads a transfer's entries and posts its REFUND leg;
-// *ledger.Ledger is one.
+// Ledger reads a transfer's entries and its debit's final rejection, and
+// posts its REFUND leg; *ledger.Ledger is one.
 type Ledger interface {
 	TransferEntries(ctx context.Context, transferID, source, destination string) (map[ledger.Kind]ledger.Entry, error)
+	Rejection(ctx context.Context, transferID, source string) (*ledger.VoidedError, error)
 	Post(ctx context.Context, leg ledger.Leg) (ledger.Entry, error)
 }
 

@@ -407,6 +407,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 	var (
 		outcome Outcome
 		posted  bool
+		refused bool // the debit's refusal failed the transfer
 	)
 	switch {
 	case !debit && (credit || refund), credit && refund:
@@ -442,6 +443,19 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 		}
 	default:
 		outcome = OutcomeFailed
+		// A debit refused for good (a void marker) failed the transfer
+		// before the execution died: that refusal is the answer, whatever
+		// ended the execution, and the debit worker published its time
+		// to settle.
+		rejection, err := retry(ctx, isTransientLedger, func() (*ledger.VoidedError, error) {
+			return r.ledger.Rejection(ctx, rec.ResourceID, req.SourceAccountID)
+		})
+		if err != nil {
+			return "", false, fmt.Errorf("read the debit's rejection; the record stays %s: %w", idempotency.StatusReconciling, err)
+		}
+		if rejection != nil {
+			why, refused = cause{rejection.Reason, strings.TrimSuffix(rejection.Detail, ".")}, true
+		}
 	}
 
 	settled := r.cfg.Now().UTC()
@@ -469,7 +483,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 
 	metrics.Emit(ctx, log, "settle metrics",
 		[]slog.Attr{metrics.Service(metrics.ServiceReaper), slog.String("Outcome", string(outcome))}, settledMetrics...)
-	if outcome == OutcomeFailed {
+	if outcome == OutcomeFailed && !refused {
 		// No money moved: storing FAILED settled the transfer. A
 		// transfer found completed or reversed was settled by the leg
 		// that committed its credit or its refund, which published it.

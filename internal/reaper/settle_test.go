@@ -132,6 +132,30 @@ func TestSettle(t *testing.T) {
 			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeAborted, reversed: true},
 		},
 		{
+			name:      "debit refused, then aborted before the workflow stored it: failed with the refusal",
+			reference: runRef,
+			setup: func(t *testing.T, e *env, f fixture) {
+				arn := e.runExecution(t, f)
+				e.markInProgress(t, f)
+				e.voidDebit(t, f, "InsufficientFunds")
+				e.abort(t, arn)
+			},
+			want:  reaper.OutcomeFailed,
+			final: &settled{status: idempotency.StatusFailed, code: "InsufficientFunds"},
+		},
+		{
+			name:      "debit refused, past the completion window: failed with the refusal",
+			reference: "DynamoDB.InternalServerError",
+			age:       2 * time.Hour,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.voidDebit(t, f, "AccountClosed")
+			},
+			want:  reaper.OutcomeFailed,
+			final: &settled{status: idempotency.StatusFailed, code: "AccountClosed"},
+		},
+		{
 			name:      "aborted without a cause after the debit: resumed",
 			reference: runRef,
 			setup: func(t *testing.T, e *env, f fixture) {
