@@ -211,15 +211,9 @@ func TestSettlePublishesTimeToSettle(t *testing.T) {
 			}
 			elapsed := time.Since(created)
 
-			docs, err := emftest.Docs(logs.Bytes())
+			settled, err := emftest.With(logs.Bytes(), metrics.TimeToSettle)
 			if err != nil {
 				t.Fatalf("EMF: %v", err)
-			}
-			var settled []emftest.Doc
-			for _, d := range docs {
-				if _, ok := d.Values[metrics.TimeToSettle]; ok {
-					settled = append(settled, d)
-				}
 			}
 			if c.want == "" {
 				if len(settled) != 0 {

@@ -182,15 +182,9 @@ func TestSettlingLegPublishesTimeToSettle(t *testing.T) {
 				t.Fatalf("Invoke error = %v, want %s", err, c.wantErr)
 			}
 
-			docs, err := emftest.Docs(logs.bytes())
+			settled, err := emftest.With(logs.bytes(), metrics.TimeToSettle)
 			if err != nil {
 				t.Fatalf("EMF: %v", err)
-			}
-			var settled []emftest.Doc
-			for _, d := range docs {
-				if _, ok := d.Values[metrics.TimeToSettle]; ok {
-					settled = append(settled, d)
-				}
 			}
 			if c.want == "" {
 				if len(settled) != 0 {

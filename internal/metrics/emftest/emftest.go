@@ -111,3 +111,18 @@ next:
 	}
 	return total, found
 }
+
+// With returns the documents of logs that publish metric name, in order.
+func With(logs []byte, name string) ([]Doc, error) {
+	docs, err := Docs(logs)
+	if err != nil {
+		return nil, err
+	}
+	var out []Doc
+	for _, d := range docs {
+		if _, ok := d.Values[name]; ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
