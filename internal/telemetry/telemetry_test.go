@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,49 +19,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/exactlyonce/transfers/internal/telemetry/otlptest"
 )
 
-// collector is an OTLP/HTTP traces receiver.
-type collector struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	paths  []string
-	spans  []*tracepb.Span
-	status int // the answer; 200 when 0
-}
-
-func newCollector(t *testing.T, status int) *collector {
-	c := &collector{status: status}
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var td tracepb.TracesData
-		if r.Header.Get("Content-Type") != "application/x-protobuf" {
-			t.Errorf("Content-Type %q, want application/x-protobuf", r.Header.Get("Content-Type"))
-		}
-		if err := proto.Unmarshal(body, &td); err != nil {
-			t.Errorf("decode OTLP request: %v", err)
-		}
-		c.mu.Lock()
-		c.paths = append(c.paths, r.URL.Path)
-		for _, rs := range td.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				c.spans = append(c.spans, ss.Spans...)
-			}
-		}
-		c.mu.Unlock()
-		if c.status != 0 {
-			w.WriteHeader(c.status)
-		}
-	}))
-	t.Cleanup(c.srv.Close)
+// newCollector is a receiver in the collector layer's place, answering
+// status (0: 200).
+func newCollector(t *testing.T, status int) *otlptest.Receiver {
+	c := otlptest.NewReceiver()
+	c.Status = status
+	t.Cleanup(c.Close)
 	return c
-}
-
-func (c *collector) received() ([]string, []*tracepb.Span) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.paths...), append([]*tracepb.Span(nil), c.spans...)
 }
 
 // service is an AWS endpoint that answers {} and keeps the trace header
@@ -146,7 +113,7 @@ func TestInvocationSpans(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			col := newCollector(t, tt.status)
-			tr, err := New(env(map[string]string{TracesEndpointEnv: col.srv.URL + "/v1/traces", functionNameEnv: "orchestrator"}))
+			tr, err := New(env(map[string]string{TracesEndpointEnv: col.URL + "/v1/traces", functionNameEnv: "orchestrator"}))
 			if err != nil || tr == nil {
 				t.Fatalf("New: %v, %v", tr, err)
 			}
@@ -155,7 +122,7 @@ func TestInvocationSpans(t *testing.T) {
 			if got := invoke(t, tr, endpoint, tt.header); got != `"hello ada"` {
 				t.Fatalf("answer %s, want \"hello ada\"", got)
 			}
-			paths, spans := col.received()
+			paths, spans := col.Received()
 			if !tt.wantSpans {
 				if len(spans) != 0 || len(paths) != 0 {
 					t.Fatalf("exported %d spans in %d requests, want none", len(spans), len(paths))
@@ -301,13 +268,13 @@ func TestOffChangesNothing(t *testing.T) {
 // specification says.
 func TestBaseEndpoint(t *testing.T) {
 	col := newCollector(t, 0)
-	tr, err := New(env(map[string]string{EndpointEnv: col.srv.URL + "/"}))
+	tr, err := New(env(map[string]string{EndpointEnv: col.URL + "/"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	endpoint, _ := service(t)
 	invoke(t, tr, endpoint, "")
-	if paths, _ := col.received(); len(paths) != 1 || paths[0] != "/v1/traces" {
+	if paths, _ := col.Received(); len(paths) != 1 || paths[0] != "/v1/traces" {
 		t.Errorf("exports to %v, want /v1/traces", paths)
 	}
 }

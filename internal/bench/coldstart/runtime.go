@@ -8,14 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strconv"
 	"sync"
 	"time"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"github.com/exactlyonce/transfers/internal/telemetry/otlptest"
 )
 
 // The Lambda Runtime API's paths and headers that a function's runtime
@@ -193,7 +191,10 @@ func startOnce(ctx context.Context, bin, name, region string, env []string, even
 		return sample{}, err
 	}
 	defer api.close()
-	collector := newCollector()
+	// A traced function sends an invocation's spans before it answers
+	// (internal/telemetry), so those of the first invoke are in by the
+	// time its answer arrives.
+	collector := otlptest.NewReceiver()
 	defer collector.Close()
 
 	out := &tail{max: outputTailBytes}
@@ -228,7 +229,8 @@ func startOnce(ctx context.Context, bin, name, region string, env []string, even
 		}
 		s.answer = ans
 		s.firstInvoke = ans.at.Sub(api.handedAt())
-		s.spans = collector.count()
+		_, spans := collector.Received()
+		s.spans = len(spans)
 		return s, nil
 	}
 	initError := func(body []byte) (sample, error) {
@@ -267,47 +269,6 @@ func startOnce(ctx context.Context, bin, name, region string, env []string, even
 			return s, fmt.Errorf("%s: %w", name, ctx.Err())
 		}
 	}
-}
-
-// collector is an OTLP/HTTP traces receiver that counts the spans it
-// gets. A traced function sends an invocation's spans before it answers
-// (internal/telemetry), so those of a first invoke are counted by the time
-// its answer arrives.
-type collector struct {
-	*httptest.Server
-	mu    sync.Mutex
-	spans int
-}
-
-func newCollector() *collector {
-	c := &collector{}
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		var td tracepb.TracesData
-		if err == nil {
-			err = proto.Unmarshal(body, &td)
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		n := 0
-		for _, rs := range td.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				n += len(ss.Spans)
-			}
-		}
-		c.mu.Lock()
-		c.spans += n
-		c.mu.Unlock()
-	}))
-	return c
-}
-
-func (c *collector) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.spans
 }
 
 // tail keeps the last max bytes written to it: a process's output, for
