@@ -246,7 +246,12 @@ func refundCause(e ledger.Entry) cause {
 	if e.Reason == "" {
 		return cause{codeFenced, "The transfer was reversed"}
 	}
-	return cause{e.Reason, strings.TrimSuffix(e.Detail, ".")}
+	return refusalCause(e.Reason, e.Detail)
+}
+
+// refusalCause is a business refusal's code and detail as a cause.
+func refusalCause(code, detail string) cause {
+	return cause{code, strings.TrimSuffix(detail, ".")}
 }
 
 // fencedCause is the reason stored with a RECONCILING record's fence.
@@ -454,7 +459,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 			return "", false, fmt.Errorf("read the debit's rejection; the record stays %s: %w", idempotency.StatusReconciling, err)
 		}
 		if rejection != nil {
-			why, refused = cause{rejection.Reason, strings.TrimSuffix(rejection.Detail, ".")}, true
+			why, refused = refusalCause(rejection.Reason, rejection.Detail), true
 		}
 	}
 
