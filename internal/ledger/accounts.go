@@ -163,18 +163,7 @@ func (l *Ledger) Rejection(ctx context.Context, transferID, source string) (*Voi
 			return nil, fmt.Errorf("rejection of transfer %s: %w", transferID, err)
 		}
 	}
-	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(l.ledger),
-		Key:            key(accountPK(source), entrySK(transferID, Debit)),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("rejection of transfer %s: %w", transferID, unavailable(err))
-	}
-	if len(out.Item) == 0 {
-		return nil, nil
-	}
-	_, err = decodeEntry(out.Item)
+	_, _, err := l.getEntry(ctx, accountPK(source), entrySK(transferID, Debit))
 	var voided *VoidedError
 	switch {
 	case errors.As(err, &voided):
