@@ -48,12 +48,12 @@ const (
 	OutcomeResumed Outcome = "resumed"
 	// OutcomeCompleted: debit and credit were posted; the record is now
 	// COMPLETED.
-	OutcomeCompleted Outcome = "completed"
+	OutcomeCompleted Outcome = metrics.OutcomeCompleted
 	// OutcomeFailed: no money moved; the record is now FAILED.
-	OutcomeFailed Outcome = "failed"
+	OutcomeFailed Outcome = metrics.OutcomeFailed
 	// OutcomeReversed: the debit was refunded (now or before); the record
 	// is now FAILED with reversed = true.
-	OutcomeReversed Outcome = "reversed"
+	OutcomeReversed Outcome = metrics.OutcomeReversed
 )
 
 // Failure codes the reaper stores. Every other code of a FAILED transfer

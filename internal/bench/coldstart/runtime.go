@@ -182,9 +182,10 @@ type sample struct {
 // which the template sets when the layer is deployed). It hands the
 // process event as its first invoke and returns the times from just
 // before the start to the runtime's first GET /next, and from handing out
-// the event to its answer, and counts the spans sent to the collector. It kills and reaps the process before returning. A
-// process that exits, reports an init error or does not answer within
-// timeout is an error, with the tail of its output.
+// the event to its answer, and counts the spans sent to the collector.
+// It kills and reaps the process before returning. A process that exits,
+// reports an init error or does not answer within timeout is an error,
+// with the tail of its output.
 func startOnce(ctx context.Context, bin, name, region string, env []string, event []byte, timeout time.Duration) (sample, error) {
 	api, err := newRuntimeAPI(name, region, event, timeout)
 	if err != nil {
