@@ -29,15 +29,9 @@ var _ Accounts = (*ledger.Ledger)(nil)
 // exist: the owner is compared after the same single GetItem.
 func (h *Handler) getAccount(ctx context.Context, scope string, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
 	id := req.PathParameters["accountId"]
-	acct, err := h.accounts.Account(ctx, id)
+	acct, err := h.visibleAccount(ctx, scope, id)
 	if err != nil {
-		if !errors.Is(err, ledger.ErrAccountNotFound) && !errors.Is(err, ledger.ErrInvalidInput) {
-			h.log.ErrorContext(ctx, "read account failed", "accountId", id, "error", err)
-		}
 		return problemResponse(problemFor(err), req.Path, nil)
-	}
-	if h.cfg.EnforceOwnership && acct.Owner != scope {
-		return problemResponse(problemFor(errNotFound), req.Path, nil)
 	}
 	entries, err := h.accounts.RecentEntries(ctx, id, RecentEntryCount)
 	if err != nil {
@@ -45,4 +39,22 @@ func (h *Handler) getAccount(ctx context.Context, scope string, req events.APIGa
 		return problemResponse(problemFor(err), req.Path, nil)
 	}
 	return jsonResponse(http.StatusOK, accountView(acct, entries), nil)
+}
+
+// visibleAccount reads account id for the caller scope: with ownership
+// enforced, an account of another caller is errNotFound, as one that does
+// not exist. A read failure other than a missing account or a malformed
+// id is logged.
+func (h *Handler) visibleAccount(ctx context.Context, scope, id string) (ledger.Account, error) {
+	acct, err := h.accounts.Account(ctx, id)
+	if err != nil {
+		if !errors.Is(err, ledger.ErrAccountNotFound) && !errors.Is(err, ledger.ErrInvalidInput) {
+			h.log.ErrorContext(ctx, "read account failed", "accountId", id, "error", err)
+		}
+		return ledger.Account{}, err
+	}
+	if h.cfg.EnforceOwnership && acct.Owner != scope {
+		return ledger.Account{}, errNotFound
+	}
+	return acct, nil
 }

@@ -135,15 +135,8 @@ func (h *Handler) listEntries(ctx context.Context, scope string, req events.APIG
 	if err != nil {
 		return problemResponse(problemFor(err), req.Path, nil)
 	}
-	acct, err := h.accounts.Account(ctx, id)
-	if err != nil {
-		if !errors.Is(err, ledger.ErrAccountNotFound) && !errors.Is(err, ledger.ErrInvalidInput) {
-			h.log.ErrorContext(ctx, "read account failed", "accountId", id, "error", err)
-		}
+	if _, err := h.visibleAccount(ctx, scope, id); err != nil {
 		return problemResponse(problemFor(err), req.Path, nil)
-	}
-	if h.cfg.EnforceOwnership && acct.Owner != scope {
-		return problemResponse(problemFor(errNotFound), req.Path, nil)
 	}
 	var after *ledger.EntryPosition
 	if pos != nil {
