@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // StateMachine is an AWS::Serverless::StateMachine or
@@ -64,7 +65,9 @@ func (r *Resolver) stateMachine(res *Resource) (StateMachine, error) {
 	}
 	sm.ARN = arn.(string)
 	p := res.Properties
-	typeProp, roleProp, uriProp, stringProp := "StateMachineType", "RoleArn", "", "DefinitionString"
+	// A local file: SAM's DefinitionUri, or the DefinitionS3Location of
+	// AWS::StepFunctions::StateMachine, which sam package uploads.
+	typeProp, roleProp, uriProp, stringProp := "StateMachineType", "RoleArn", "DefinitionS3Location", "DefinitionString"
 	if sam {
 		typeProp, roleProp, uriProp, stringProp = "Type", "Role", "DefinitionUri", ""
 	}
@@ -95,8 +98,8 @@ func (r *Resolver) stateMachine(res *Resource) (StateMachine, error) {
 			return StateMachine{}, err
 		}
 		uri, ok := v.(string)
-		if !ok {
-			return StateMachine{}, r.unsupported(n, "DefinitionUri that is not a local path")
+		if !ok || strings.HasPrefix(uri, "s3://") {
+			return StateMachine{}, r.unsupported(n, uriProp+" that is not a local path")
 		}
 		sm.DefinitionUri = uri
 		path := uri
@@ -104,7 +107,7 @@ func (r *Resolver) stateMachine(res *Resource) (StateMachine, error) {
 			path = filepath.Join(r.t.Dir, uri)
 		}
 		if text, err = os.ReadFile(path); err != nil {
-			return StateMachine{}, r.errAt(n, ErrInvalid, "read DefinitionUri: %v", err)
+			return StateMachine{}, r.errAt(n, ErrInvalid, "read %s: %v", uriProp, err)
 		}
 		source = path
 	case stringProp != "" && p.Has(stringProp):
@@ -121,8 +124,6 @@ func (r *Resolver) stateMachine(res *Resource) (StateMachine, error) {
 		if text, err = json.MarshalIndent(v, "", "  "); err != nil {
 			return StateMachine{}, r.errAt(p.Get("Definition"), ErrInvalid, "encode Definition: %v", err)
 		}
-	case p.Has("DefinitionS3Location"):
-		return StateMachine{}, r.unsupported(p.Get("DefinitionS3Location"), "DefinitionS3Location")
 	default:
 		return StateMachine{}, r.errAt(p, ErrInvalid, "state machine %s has no definition", res.LogicalID)
 	}
