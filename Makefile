@@ -23,7 +23,7 @@ OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api build \
+.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn build \
 	build-check sam-validate deploy docs-parameters clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
@@ -135,10 +135,29 @@ lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofm
 	$(GO) tool staticcheck -tags integration ./...
 
 # cfn-lint with the serverless rules, and checkov. Suppressions are in the
-# template's Metadata, each with its reason.
-lint-template: $(LINT_VENV)/bin/checkov ## cfn-lint with the serverless rules and checkov on template.yaml
+# template's Metadata, each with its reason. Then the template as
+# CloudFormation sees it: the SAM transform of the pinned aws-sam-cli run
+# again must give template.cfn.json as committed, which cmd/cfncheck
+# (dependency cycles, references to what does not exist, nulls) and
+# cfn-lint check. W2001 ("parameter not used") is left out there: the
+# transform resolves DeploymentType into the deployment groups, as
+# CloudFormation's own SAM transform does with the deployed value.
+lint-template: $(LINT_VENV)/bin/checkov $(SAM_VENV)/bin/sam ## cfn-lint with the serverless rules and checkov on template.yaml; the SAM-transformed template checked
 	$(LINT_VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
 	BC_SKIP_MAPPING=TRUE $(LINT_VENV)/bin/checkov -f template.yaml --framework cloudformation --compact --quiet --skip-download
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(SAM_VENV)/bin/python tools/sam/transform.py template.yaml "$$tmp/template.cfn.json" >/dev/null && \
+	  if ! cmp -s "$$tmp/template.cfn.json" template.cfn.json; then \
+	    echo "template.cfn.json is not the SAM transform of template.yaml: run make cfn"; exit 1; fi
+	$(GO) run ./cmd/cfncheck template.cfn.json
+	$(SAM_VENV)/bin/cfn-lint --ignore-checks W2001 -- template.cfn.json
+
+# template.cfn.json: template.yaml after the SAM transform of the pinned
+# aws-sam-cli (tools/sam/transform.py), as CloudFormation orders the stack.
+# The local runtime reads its IAM roles, policies and permissions from it;
+# internal/cfn's tests fail when it is older than the files it came from.
+cfn: $(SAM_VENV)/bin/sam ## template.cfn.json: template.yaml after the SAM transform
+	$(SAM_VENV)/bin/python tools/sam/transform.py template.yaml template.cfn.json >/dev/null
 
 # The public API contract, checked by openapi-spec-validator (the OpenAPI
 # Initiative's reference rules for 3.0), and the deployed definition

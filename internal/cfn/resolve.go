@@ -436,6 +436,23 @@ func (r *Resolver) RefString(name string) (string, error) {
 	return r.String(n)
 }
 
+// GetAttString returns what Fn::GetAtt id.attr yields, as a string.
+func (r *Resolver) GetAttString(id, attr string) (string, error) {
+	var at *Node
+	if res, ok := r.t.Resources[id]; ok {
+		at = &Node{Line: res.Line, Path: "Resources." + id}
+	}
+	v, err := r.getAtt(at, id, attr)
+	if err != nil {
+		return "", err
+	}
+	s, ok := stringify(v)
+	if !ok {
+		return "", r.errAt(at, ErrInvalid, "Fn::GetAtt %s.%s is %s, not a string", id, attr, describe(v))
+	}
+	return s, nil
+}
+
 // PhysicalName returns the name a resource gets locally: its name
 // property (TableName, FunctionName, ...) when set, else its logical ID.
 // (CloudFormation would generate "stack-LogicalId-RANDOM"; a stable name
