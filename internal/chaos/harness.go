@@ -42,6 +42,13 @@ type Options struct {
 	Faults *fault.Injector
 	// Logger receives the stack's logs; nil discards them.
 	Logger *slog.Logger
+	// TransformedTemplate and Schedules are the stack's
+	// (stack.Options): the template whose policies the calls are checked
+	// against, and whether the template's schedules run (first after
+	// FirstScheduleAfter).
+	TransformedTemplate string
+	Schedules           bool
+	FirstScheduleAfter  time.Duration
 }
 
 // DefaultTimeScale makes the workflow's retries take milliseconds.
@@ -93,6 +100,10 @@ func Start(ctx context.Context, opts Options) (*Harness, error) {
 		Parameters:       params,
 		Logger:           opts.Logger,
 		Faults:           opts.Faults,
+
+		TransformedTemplate: opts.TransformedTemplate,
+		Schedules:           opts.Schedules,
+		FirstScheduleAfter:  opts.FirstScheduleAfter,
 	}
 	st, err := stack.Start(ctx, so)
 	if err != nil {

@@ -16,6 +16,7 @@ package sfnlocal
 import (
 	"context"
 	"errors"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"log/slog"
 	"net/http"
 	"time"
@@ -43,6 +44,19 @@ type Config struct {
 
 	// Publisher receives the execution status change events. Optional.
 	Publisher Publisher
+
+	// RoleCredentials, when set, gives the credentials a state machine's
+	// role signs its DynamoDB requests with, so that the endpoint can tell
+	// which role calls; nil signs every request with DynamoDB's static
+	// credentials.
+	RoleCredentials func(roleARN string) aws.Credentials
+
+	// AuthorizeInvoke, when set, is asked before each lambda:invoke task
+	// whether the state machine's role may invoke the function (its ARN,
+	// qualified as the task names it). A refusal fails the task as
+	// Lambda's AccessDeniedException does, with Lambda.AWSLambdaException
+	// and the error's text in the cause.
+	AuthorizeInvoke func(ctx context.Context, roleARN, functionARN string) error
 
 	// TimeScale multiplies every duration a definition names (retry
 	// intervals, task and machine timeouts). 0 means 1.

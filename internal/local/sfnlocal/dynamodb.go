@@ -50,6 +50,9 @@ func (t *Tasks) callDynamoDB(ctx context.Context, operation string, parameters j
 		SecretAccessKey: t.cfg.DynamoDB.SecretAccessKey,
 		SessionToken:    t.cfg.DynamoDB.SessionToken,
 	}
+	if t.cfg.RoleCredentials != nil {
+		creds = t.cfg.RoleCredentials(t.role)
+	}
 	if err := t.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "dynamodb", t.cfg.Region, t.cfg.Now()); err != nil {
 		return nil, &asl.Error{Name: dynamoDBClientError, Cause: fmt.Sprintf("Unable to sign request: %v", err)}
 	}

@@ -163,6 +163,14 @@ func (t *Tasks) invokeLambda(ctx context.Context, raw json.RawMessage) (json.Raw
 		return nil, &asl.Error{Name: "Lambda.ServiceException", Cause: serviceCause("no Lambda runtime is configured for the local Step Functions endpoint", "Lambda", http.StatusInternalServerError, requestID)}
 	}
 
+	if t.cfg.AuthorizeInvoke != nil {
+		if err := t.cfg.AuthorizeInvoke(ctx, t.role, t.functionARN(name, qualifier)); err != nil {
+			return nil, &asl.Error{
+				Name:  "Lambda.AWSLambdaException",
+				Cause: serviceCause(strings.TrimPrefix(err.Error(), "AccessDeniedException: ")+"; Error Code: AccessDeniedException", "AWSLambda", http.StatusForbidden, requestID),
+			}
+		}
+	}
 	result, fnErr, err := t.cfg.Lambda.InvokeFunction(ctx, name, payload)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, ctxErr

@@ -158,17 +158,17 @@ func (s *Server) AddStateMachine(sm StateMachine) error {
 	if fileName == "" {
 		fileName = name
 	}
-	opts := asl.Options{Tasks: s.tasks, TimeScale: s.cfg.TimeScale}
+	roleARN := sm.RoleARN
+	if roleARN == "" {
+		roleARN = "arn:aws:iam::" + s.cfg.AccountID + ":role/" + name + "Role"
+	}
+	opts := asl.Options{Tasks: s.tasks.forRole(roleARN), TimeScale: s.cfg.TimeScale}
 	if seed := s.cfg.JitterSeed; seed != 0 {
 		opts.Rand = rand.New(rand.NewPCG(seed, s.loaded.Add(1)))
 	}
 	machine, err := asl.Load(fileName, sm.Definition, opts)
 	if err != nil {
 		return fmt.Errorf("add state machine %s: %w", name, err)
-	}
-	roleARN := sm.RoleARN
-	if roleARN == "" {
-		roleARN = "arn:aws:iam::" + s.cfg.AccountID + ":role/" + name + "Role"
 	}
 	entry := &stateMachine{
 		name:       name,

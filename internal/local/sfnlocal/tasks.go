@@ -50,6 +50,16 @@ type Tasks struct {
 	cfg    Config
 	log    *slog.Logger
 	signer *v4.Signer
+	// role is the role of the state machine whose tasks these are; ""
+	// for the tasks shared by no particular machine.
+	role string
+}
+
+// forRole returns the tasks of a state machine whose role is roleARN.
+func (t *Tasks) forRole(roleARN string) *Tasks {
+	c := *t
+	c.role = roleARN
+	return &c
 }
 
 var _ asl.TaskInvoker = (*Tasks)(nil)

@@ -49,9 +49,13 @@ var asyncRetryDelays = []time.Duration{time.Minute, 2 * time.Minute}
 
 // asyncConfig is the effective EventInvokeConfig of a function.
 type asyncConfig struct {
-	retries   int
-	maxAge    time.Duration
-	onFailure string // destination ARN
+	retries       int
+	maxAge        time.Duration
+	onFailure     string // destination ARN
+	onFailureType string // SQS, SNS, Lambda, EventBridge
+	// authorizeSend checks that the function's role may send to the
+	// destination, as Lambda sends with it; nil checks nothing.
+	authorizeSend func(destinationType, arn string) error
 }
 
 func newAsyncConfig(c *cfn.EventInvokeConfig) asyncConfig {
@@ -60,7 +64,7 @@ func newAsyncConfig(c *cfn.EventInvokeConfig) asyncConfig {
 	}
 	a := asyncConfig{retries: c.MaximumRetryAttempts, maxAge: time.Duration(c.MaximumEventAgeInSeconds) * time.Second}
 	if c.OnFailure != nil {
-		a.onFailure = c.OnFailure.Destination
+		a.onFailure, a.onFailureType = c.OnFailure.Destination, c.OnFailure.Type
 	}
 	return a
 }
@@ -170,6 +174,16 @@ func (a *asyncInvoker) run(function, rule string, cfg asyncConfig, event []byte)
 			return
 		}
 	}
+	if cfg.onFailure != "" && cfg.authorizeSend != nil {
+		// Lambda sends with the function's execution role: a role that
+		// may not send loses the event (DestinationDeliveryFailures).
+		if err := cfg.authorizeSend(cfg.onFailureType, cfg.onFailure); err != nil {
+			log.Error("asynchronous invocation failed, and the on-failure destination refused the event", "destination", cfg.onFailure, "error", err, "event", string(event))
+			a.failed(FailedInvocation{Kind: FailedOnFailure, Function: function, Rule: rule,
+				Event: event, Attempts: attempt, Err: fmt.Errorf("send to %s: %w (last failure: %v)", cfg.onFailure, err, last), At: time.Now()})
+			return
+		}
+	}
 	log.Error("asynchronous invocation failed: event sent to the on-failure destination",
 		"destination", a.destinationName(cfg), "attempts", attempt, "error", last, "event", string(event))
 	a.failed(FailedInvocation{Kind: FailedOnFailure, Function: function, Rule: rule, Destination: cfg.onFailure,
@@ -230,8 +244,17 @@ type functionTarget struct {
 	name  string
 	rule  string
 	cfg   asyncConfig
+	// authorize checks that the function's resource policy lets the rule
+	// invoke it; a refusal fails the delivery, which the rule's retry
+	// policy and dead-letter queue then handle, as EventBridge does.
+	authorize func() error
 }
 
 func (f functionTarget) Deliver(_ context.Context, event []byte) error {
+	if f.authorize != nil {
+		if err := f.authorize(); err != nil {
+			return err
+		}
+	}
 	return f.async.invoke(f.name, f.rule, f.cfg, event)
 }

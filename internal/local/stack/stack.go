@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -28,6 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
@@ -37,6 +39,8 @@ import (
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
 	"github.com/exactlyonce/transfers/internal/local/eventbus"
 	"github.com/exactlyonce/transfers/internal/local/fault"
+	"github.com/exactlyonce/transfers/internal/local/iamgate"
+	"github.com/exactlyonce/transfers/internal/local/lambdaproc"
 	"github.com/exactlyonce/transfers/internal/local/lambdarun"
 	"github.com/exactlyonce/transfers/internal/local/sdklog"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
@@ -47,6 +51,12 @@ import (
 type Options struct {
 	// Template is the SAM template; "" is template.yaml at the module root.
 	Template string
+	// TransformedTemplate is Template after the SAM transform, whose
+	// roles, policies and permissions every call of the stack is checked
+	// against (internal/local/iamgate); "" is cfn.TransformedPath of
+	// Template (template.cfn.json, which make cfn writes). A transformed
+	// template older than the files it was made from is refused.
+	TransformedTemplate string
 	// DynamoDBEndpoint is a running DynamoDB (Local); "" starts DynamoDB
 	// Local for the stack.
 	DynamoDBEndpoint string
@@ -114,6 +124,18 @@ type Options struct {
 	// find on its first request (the demo accounts of make local) is put
 	// there. An error stops the start.
 	Ready func(ctx context.Context, st *Stack) error
+	// Bootstraps maps a function's logical ID to the path of a bootstrap
+	// executable built for it (what make build or sam build ships),
+	// which then runs the function instead of its in-process handler:
+	// one process per execution environment, behind a Lambda Runtime
+	// API, under qemu-aarch64 on a host that is not arm64 (package
+	// lambdaproc). A process gets the template's variables, the local
+	// endpoints and the credentials of the function's role. Its SDK
+	// calls go through the IAM checks, as the in-process functions' do;
+	// the DynamoDB concurrency bound, APIOptions and Faults' SDK faults do
+	// not apply to them, the Lambda registry's interceptor does. nil runs
+	// every function in-process.
+	Bootstraps map[string]string
 }
 
 // Stack is a running local stack.
@@ -136,6 +158,17 @@ type Stack struct {
 	Functions *lambdarun.Registry
 	// TTL deletes the expired items of the tables with Time to Live.
 	TTL *ttl.Emulator
+	// Processes are the functions run by their bootstrap
+	// (Options.Bootstraps), by logical ID.
+	Processes  map[string]*lambdaproc.Function
+	bootstraps map[string]string
+	// checked are the endpoints behind the IAM checks served to
+	// processes, by target endpoint.
+	checked    map[string]*http.Server
+	checkedURL map[string]string
+	// IAM checks each call of the stack's principals against their
+	// policies; its Denials are the calls it refused.
+	IAM *iamgate.Gate
 
 	async   *asyncInvoker
 	faults  *fault.Injector
@@ -182,6 +215,27 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	env := cfn.Env{Region: Region, AccountID: AccountID, Parameters: opts.Parameters}
+	// The SAM template's own errors first: they name what to fix there.
+	fns, err := tpl.Functions(env)
+	if err != nil {
+		return err
+	}
+	for _, f := range fns {
+		if _, err := handlerOf(f, tplPath); err != nil {
+			return err
+		}
+	}
+	transformed := opts.TransformedTemplate
+	if transformed == "" {
+		transformed = cfn.TransformedPath(tplPath)
+	}
+	ctpl, err := cfn.LoadTransformed(transformed)
+	if err != nil {
+		return err
+	}
+	if st.IAM, err = iamgate.New(ctpl, env, log.With("component", "iam")); err != nil {
+		return err
+	}
 
 	if opts.DynamoDBEndpoint != "" && opts.DynamoDBPort != 0 {
 		return errors.New("stack: DynamoDBPort is for the DynamoDB Local the stack starts; DynamoDBEndpoint names a running one")
@@ -202,7 +256,7 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	var workflowDDB http.RoundTripper = gatedTransport{gate: gate, next: newTransport()}
+	var workflowDDB http.RoundTripper = gatedTransport{gate: gate, next: st.IAM.Transport(newTransport())}
 	if opts.WorkflowDynamoDB != nil {
 		workflowDDB = opts.WorkflowDynamoDB(workflowDDB)
 	}
@@ -214,13 +268,15 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	}
 	ddbCfg := sfnlocal.DynamoDBConfig{Endpoint: st.DynamoDBEndpoint, HTTPClient: &http.Client{Transport: workflowDDB}}
 	st.SFN = sfnlocal.New(sfnlocal.Config{
-		Region:    Region,
-		AccountID: AccountID,
-		DynamoDB:  ddbCfg,
-		Lambda:    sfnlocal.Registry(st.Functions),
-		Publisher: publisher,
-		TimeScale: opts.TimeScale,
-		Logger:    log.With("component", "stepfunctions"),
+		Region:          Region,
+		AccountID:       AccountID,
+		DynamoDB:        ddbCfg,
+		Lambda:          sfnlocal.Registry(st.Functions),
+		Publisher:       publisher,
+		TimeScale:       opts.TimeScale,
+		Logger:          log.With("component", "stepfunctions"),
+		RoleCredentials: st.roleCredentials,
+		AuthorizeInvoke: st.authorizeRoleInvoke,
 	})
 	sfnEndpoint, err := st.SFN.Listen(opts.SFNAddr)
 	if err != nil {
@@ -244,7 +300,11 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	if st.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
 		return fmt.Errorf("load AWS configuration: %w", err)
 	}
-	st.AWS.HTTPClient = gatedClient{gate: gate, next: sdkHTTPClient(st.AWS.HTTPClient)}
+	// The runtime's and the tests' own calls are the operator's: no
+	// policy limits them. Each function signs with its role's
+	// credentials instead (startFunctions).
+	st.AWS.Credentials = credentials.StaticCredentialsProvider{Value: iamgate.AdminCredentials}
+	st.AWS.HTTPClient = gatedClient{gate: gate, next: checkedClient{st.IAM.Transport(clientTransport{sdkHTTPClient(st.AWS.HTTPClient)})}}
 	st.AWS.Logger = sdklog.New(log)
 	// The runtime's own clients (table creation, TTL) never see faults;
 	// the functions' clients, built from st.AWS, do.
@@ -257,15 +317,18 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	if err := st.createTables(ctx, runtimeAWS, tpl, env, opts); err != nil {
 		return err
 	}
-	fns, err := tpl.Functions(env)
-	if err != nil {
-		return err
-	}
 	names := map[string]string{}      // function logical ID -> name
 	async := map[string]asyncConfig{} // function logical ID -> EventInvokeConfig
 	for _, f := range fns {
 		names[f.LogicalID] = f.Name
-		async[f.LogicalID] = newAsyncConfig(f.EventInvokeConfig)
+		cfg := newAsyncConfig(f.EventInvokeConfig)
+		if role := st.IAM.FunctionRole(f.LogicalID); role != nil {
+			cfg.authorizeSend = func(typ, arn string) error { return st.IAM.AuthorizeDestination(role, typ, arn) }
+		}
+		async[f.LogicalID] = cfg
+	}
+	if st.bootstraps, err = bootstraps(fns, opts.Bootstraps); err != nil { // Options.Bootstraps
+		return err
 	}
 	if err := st.startFunctions(ctx, fns, tplPath); err != nil {
 		return err
@@ -372,28 +435,51 @@ func (st *Stack) createTables(ctx context.Context, cfg aws.Config, tpl *cfn.Temp
 // deployed binary uses, with the template's environment variables.
 func (st *Stack) startFunctions(ctx context.Context, fns []cfn.Function, tplPath string) error {
 	for _, f := range fns {
-		code := path.Base(strings.TrimSuffix(filepath.ToSlash(f.CodeUri), "/"))
-		build, ok := app.Functions[code]
-		if !ok {
-			return fmt.Errorf("%s: function %s: no Go handler for CodeUri %s (known: internal/app.Functions)",
-				tplPath, f.LogicalID, f.CodeUri)
+		build, err := handlerOf(f, tplPath)
+		if err != nil {
+			return err
 		}
 		vars := f.Environment
 		getenv := func(k string) string { return vars[k] }
-		h, err := build(ctx, getenv, app.AWS{Config: st.AWS}, st.log.With("function", f.Name))
+		cfg, err := st.functionAWS(f)
+		if err != nil {
+			return err
+		}
+		h, err := build(ctx, getenv, app.AWS{Config: cfg}, st.log.With("function", f.Name))
 		if err != nil {
 			return fmt.Errorf("function %s: %w", f.LogicalID, err)
+		}
+		// Options.Bootstraps: the function's bootstrap process instead.
+		newHandler := func() lambda.Handler { return lambda.NewHandler(h) }
+		if bin, ok := st.bootstraps[f.LogicalID]; ok {
+			p, err := st.processFunction(f, bin, cfg)
+			if err != nil {
+				return fmt.Errorf("function %s: %w", f.LogicalID, err)
+			}
+			newHandler = p.NewHandler
 		}
 		if err := st.Functions.Register(&lambdarun.Function{
 			Name:       f.Name,
 			ARN:        lambdarun.FunctionARN(Region, AccountID, f.Name),
 			Timeout:    f.Timeout,
-			NewHandler: func() lambda.Handler { return lambda.NewHandler(h) },
+			NewHandler: newHandler,
 		}); err != nil {
 			return fmt.Errorf("function %s: %w", f.LogicalID, err)
 		}
 	}
 	return nil
+}
+
+// handlerOf is the Go handler of a function: internal/app.Functions by
+// the last element of its CodeUri.
+func handlerOf(f cfn.Function, tplPath string) (app.Constructor, error) {
+	code := path.Base(strings.TrimSuffix(filepath.ToSlash(f.CodeUri), "/"))
+	build, ok := app.Functions[code]
+	if !ok {
+		return nil, fmt.Errorf("%s: function %s: no Go handler for CodeUri %s (known: internal/app.Functions)",
+			tplPath, f.LogicalID, f.CodeUri)
+	}
+	return build, nil
 }
 
 func (st *Stack) startStateMachines(tpl *cfn.Template, env cfn.Env, dir string) error {
@@ -427,7 +513,12 @@ func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]str
 		if !r.Enabled {
 			continue
 		}
-		target := functionTarget{async: st.async, name: names[r.TargetFunction], rule: r.Name, cfg: async[r.TargetFunction]}
+		inv, err := st.IAM.RuleInvocation(r.LogicalID)
+		if err != nil {
+			return fmt.Errorf("rule %s: %w", r.LogicalID, err)
+		}
+		target := functionTarget{async: st.async, name: names[r.TargetFunction], rule: r.Name, cfg: async[r.TargetFunction],
+			authorize: func() error { return st.IAM.AuthorizeInvoke(inv) }}
 		if r.ScheduleExpression != "" {
 			if schedules {
 				if err := st.Bus.AddSchedule(r.Name, r.ScheduleExpression, target); err != nil {
@@ -474,13 +565,18 @@ func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]strin
 	var rs []apigw.Route
 	stage := ""
 	for _, r := range routes {
-		rs = append(rs, apigw.Route{Method: r.Method, Path: r.Path, FunctionName: names[r.FunctionLogicalID]})
 		if stage == "" {
 			stage, err = apiStage(tpl, env, r.RestApiID)
 			if err != nil {
 				return err
 			}
 		}
+		inv, err := st.IAM.APIInvocation(r.RestApiID, stage, r.Method, r.Path)
+		if err != nil {
+			return fmt.Errorf("API %s %s: %w", r.Method, r.Path, err)
+		}
+		rs = append(rs, apigw.Route{Method: r.Method, Path: r.Path, FunctionName: names[r.FunctionLogicalID],
+			Invoker: authorizedInvoker{gate: st.IAM, inv: inv, next: st.Functions}})
 	}
 	var definition []byte
 	if len(routes) > 0 {
@@ -619,8 +715,17 @@ func (st *Stack) Close(ctx context.Context) error {
 	if st.async != nil {
 		errs = append(errs, st.async.close(ctx))
 	}
+	for _, p := range st.Processes { // Options.Bootstraps
+		errs = append(errs, p.Close(ctx))
+	}
+	for _, srv := range st.checked {
+		errs = append(errs, srv.Shutdown(ctx))
+	}
 	if st.ddb != nil {
 		errs = append(errs, st.ddb.Stop())
+	}
+	if dir := os.Getenv(iamgate.UsageDirEnv); dir != "" && st.IAM != nil {
+		errs = append(errs, st.IAM.WriteUsage(dir))
 	}
 	return errors.Join(errs...)
 }
@@ -661,4 +766,53 @@ func sdkHTTPClient(loaded aws.HTTPClient) aws.HTTPClient {
 		tr.MaxIdleConns = 0
 		tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	})
+}
+
+// Options.Bootstraps: the functions run by their bootstrap executable.
+
+// bootstraps returns paths (Options.Bootstraps) once each of its logical
+// IDs is checked to be one of fns.
+func bootstraps(fns []cfn.Function, paths map[string]string) (map[string]string, error) {
+	known := map[string]bool{}
+	for _, f := range fns {
+		known[f.LogicalID] = true
+	}
+	for id := range paths {
+		if !known[id] {
+			return nil, fmt.Errorf("stack: Bootstraps names %s, which is not a function of the template", id)
+		}
+	}
+	return paths, nil
+}
+
+// processFunction returns the lambdaproc.Function that runs f's
+// bootstrap, kept in Processes: its environment is the template's
+// variables of f and the local endpoints, and its credentials are those
+// of cfg, the configuration f's in-process handler gets (retrieved for
+// each process start).
+func (st *Stack) processFunction(f cfn.Function, bootstrap string, cfg aws.Config) (*lambdaproc.Function, error) {
+	env := map[string]string{}
+	maps.Copy(env, f.Environment)
+	env["AWS_REGION"] = Region
+	// Through the IAM checks, as the in-process functions' calls go.
+	var err error
+	if env["AWS_ENDPOINT_URL_DYNAMODB"], err = st.checkedEndpoint(st.DynamoDBEndpoint); err != nil {
+		return nil, err
+	}
+	if env["AWS_ENDPOINT_URL_SFN"], err = st.checkedEndpoint(st.SFNEndpoint); err != nil {
+		return nil, err
+	}
+	p, err := lambdaproc.New(lambdaproc.Config{
+		Bootstrap: bootstrap, Name: f.Name, ARN: lambdarun.FunctionARN(Region, AccountID, f.Name),
+		MemoryMB: f.MemorySize, Region: Region, Timeout: f.Timeout, Env: env,
+		Credentials: cfg.Credentials, Logger: st.log.With("function", f.Name),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if st.Processes == nil {
+		st.Processes = map[string]*lambdaproc.Function{}
+	}
+	st.Processes[f.LogicalID] = p
+	return p, nil
 }
