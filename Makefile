@@ -23,7 +23,7 @@ OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn build \
+.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn qemu build \
 	build-check sam-validate deploy docs-parameters clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
@@ -52,8 +52,21 @@ local: deps ## serve the whole stack on 127.0.0.1:3000 (PORT=N, SEED=0, DATA_DIR
 
 # Every test, including the end-to-end ones against the local stack; each
 # test binary that needs DynamoDB starts and stops its own DynamoDB Local.
-test: deps ## every test, each test binary with its own DynamoDB Local
-	$(GO) test -race -count=1 -tags integration ./...
+# Every call of the local stacks is checked against the IAM policies of
+# template.cfn.json; afterwards cmd/iamreport lists the grants no call
+# used. internal/shipped runs the arm64 bootstraps under qemu-aarch64
+# (make qemu installs it).
+test: deps qemu ## every test, each test binary with its own DynamoDB Local; then the IAM grants no test used
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	  echo "IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./..." && \
+	  IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./... && \
+	  $(GO) run ./cmd/iamreport "$$dir"
+
+# qemu-aarch64 (Debian's qemu-user) runs the arm64 bootstraps in
+# internal/shipped; without root or apt-get it says why, and that test
+# skips with the reason.
+qemu: ## install qemu-aarch64 for the shipped-bootstrap test (root, apt-get)
+	@bash tools/qemu/install.sh
 
 # The chaos test alone and longer: CHAOS_OPS random operations (default
 # 10000) from concurrent clients under random faults, then the invariants.
