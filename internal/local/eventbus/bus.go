@@ -465,22 +465,32 @@ func ParseRate(expression string) (time.Duration, error) {
 // (scaled by Config.TimeScale) it delivers an EventBridge "Scheduled Event"
 // to target, with the default retry policy and failures logged.
 func (b *Bus) AddSchedule(name, expression string, target Target) error {
+	return b.AddScheduleRule(Rule{Name: name, Target: target}, expression)
+}
+
+// AddScheduleRule adds a scheduled rule as AddSchedule does, with the
+// rule's RetryPolicy and DeadLetter (its Pattern must be nil): a delivery
+// the target refuses is retried and dead-lettered as a pattern rule's is.
+func (b *Bus) AddScheduleRule(r Rule, expression string) error {
 	every, err := ParseRate(expression)
 	if err != nil {
 		return err
 	}
-	if err := b.addRule(Rule{Name: name, Target: target}); err != nil {
+	if r.Pattern != nil {
+		return fmt.Errorf("%w: schedule %s has a pattern", ErrInvalidRule, r.Name)
+	}
+	if err := b.addRule(r); err != nil {
 		return err
 	}
-	r := &rule{Rule: Rule{Name: name, Target: target}, retries: DefaultMaximumRetryAttempts,
-		maxAge: DefaultMaximumEventAgeInSeconds * time.Second}
+	retries, maxAge, _ := r.RetryPolicy.effective() // addRule checked it
+	sched := &rule{Rule: r, retries: retries, maxAge: maxAge}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return ErrClosed
 	}
 	b.schedules.Add(1)
-	go b.runSchedule(r, b.scale(every))
+	go b.runSchedule(sched, b.scale(every))
 	return nil
 }
 
