@@ -240,11 +240,16 @@ $(LINT_VENV)/bin/openapi-spec-validator: $(LINT_VENV)/bin/checkov
 # Builds and deploys to the environment ENV of samconfig.toml (dev, prod);
 # needs AWS credentials. sam sync has no prod configuration on purpose.
 # Uses the SAM CLI on PATH when there is one, else installs the pinned one
-# in .tools/sam.
+# in .tools/sam. The parameters are the environment's overrides with
+# ALARM_TOPIC_ARN's AlarmTopicArn added (cmd/deployparams), checked against
+# the template's rules first: prod shifts traffic gradually, and a gradual
+# deployment needs a topic its rollback alarms notify.
 SAM ?= $(or $(shell command -v sam 2>/dev/null),$(SAM_VENV)/bin/sam)
-deploy: $(if $(filter $(SAM_VENV)/bin/sam,$(SAM)),$(SAM_VENV)/bin/sam) ## sam build and sam deploy to ENV=dev (default) or ENV=prod
-	SAM_CLI_TELEMETRY=0 $(SAM) build --config-env $(ENV)
-	SAM_CLI_TELEMETRY=0 $(SAM) deploy --config-env $(ENV)
+deploy: $(if $(filter $(SAM_VENV)/bin/sam,$(SAM)),$(SAM_VENV)/bin/sam) ## sam build and sam deploy to ENV=dev (default) or ENV=prod ALARM_TOPIC_ARN=arn:aws:sns:...
+	@params=$$($(GO) run ./cmd/deployparams -env '$(ENV)' $(if $(ALARM_TOPIC_ARN),'AlarmTopicArn=$(ALARM_TOPIC_ARN)')) || exit 1; \
+	  echo "parameters: $$params"; \
+	  SAM_CLI_TELEMETRY=0 $(SAM) build --config-env $(ENV) && \
+	  SAM_CLI_TELEMETRY=0 $(SAM) deploy --config-env $(ENV) --parameter-overrides "$$params"
 
 # docs/deploy.md's parameter table, generated from template.yaml; the
 # internal/doccheck tests fail when it is stale.

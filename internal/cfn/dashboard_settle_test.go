@@ -39,12 +39,12 @@ func TestDashboardPlotsTimeToSettle(t *testing.T) {
 			if len(m) < 2 || m[0] != metrics.Namespace || m[1] != metrics.TimeToSettle {
 				continue
 			}
-			if len(m) != 5 || m[2] != "Outcome" {
-				t.Errorf("row %v: want namespace, TimeToSettle, Outcome, its value and the options", m)
+			if len(m) != 7 || m[2] != "Outcome" || m[4] != metrics.StackDimension || m[5] != cfn.DefaultStackName {
+				t.Errorf("row %v: want namespace, TimeToSettle, Outcome and its value, Stack and the stack's name, and the options", m)
 				continue
 			}
 			outcome, _ := m[3].(string)
-			opts, _ := m[4].(map[string]any)
+			opts, _ := m[6].(map[string]any)
 			stat, _ := opts["stat"].(string)
 			plotted[outcome] = append(plotted[outcome], stat)
 		}
@@ -59,5 +59,52 @@ func TestDashboardPlotsTimeToSettle(t *testing.T) {
 	}
 	for o := range plotted {
 		t.Errorf("the dashboard plots TimeToSettle Outcome=%s, which no function publishes", o)
+	}
+}
+
+// TestCustomMetricsArePerStack: every function is told its stack's name
+// (the Stack dimension of its metrics, internal/metrics.WithStack), and
+// every alarm on a custom metric counts this stack's alone.
+func TestCustomMetricsArePerStack(t *testing.T) {
+	tmpl := projectTemplate(t)
+	env := cfn.Env{StackName: "transfers-prod"}
+	fns, err := tmpl.Functions(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fns {
+		if f.Environment["STACK_NAME"] != "transfers-prod" {
+			t.Errorf("function %s: STACK_NAME = %q, want the stack's name", f.LogicalID, f.Environment["STACK_NAME"])
+		}
+	}
+	r, err := cfn.NewResolver(tmpl, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, res := range tmpl.ResourcesOfType("AWS::CloudWatch::Alarm") {
+		if ns, _ := res.Properties.Get("Namespace").Str(); ns != metrics.Namespace {
+			continue
+		}
+		v, err := r.Value(res.Properties)
+		if err != nil {
+			t.Fatalf("%s: %v", res.LogicalID, err)
+		}
+		props := v.(map[string]any)
+		if props["Namespace"] != metrics.Namespace {
+			continue
+		}
+		n++
+		dims := map[string]any{}
+		for _, d := range props["Dimensions"].([]any) {
+			dm := d.(map[string]any)
+			dims[dm["Name"].(string)] = dm["Value"]
+		}
+		if dims[metrics.StackDimension] != "transfers-prod" {
+			t.Errorf("alarm %s: dimensions %v, want Stack = the stack's name", res.LogicalID, dims)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no alarm on a custom metric")
 	}
 }

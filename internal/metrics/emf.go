@@ -158,3 +158,73 @@ func Settled(ctx context.Context, log *slog.Logger, service, outcome, createdAt 
 	attrs = append(attrs, slog.String("settledBy", service))
 	log.LogAttrs(ctx, slog.LevelInfo, "metric "+TimeToSettle, attrs...)
 }
+
+// StackDimension names the stack a metric comes from, so that two stacks
+// in one account and Region (dev and prod, say) publish apart, and each
+// stack's alarms count its own.
+const StackDimension = "Stack"
+
+// WithStack returns a logger whose metric documents carry the dimension
+// Stack=stack besides their own: the dimension is added to each
+// document's dimension set and as a member of the line. Other lines pass
+// unchanged. An empty stack returns log itself.
+func WithStack(log *slog.Logger, stack string) *slog.Logger {
+	if stack == "" {
+		return log
+	}
+	return slog.New(stackHandler{next: log.Handler(), stack: stack})
+}
+
+// stackHandler adds the Stack dimension to the EMF documents it handles.
+type stackHandler struct {
+	next  slog.Handler
+	stack string
+}
+
+func (h stackHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h stackHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return stackHandler{next: h.next.WithAttrs(as), stack: h.stack}
+}
+
+func (h stackHandler) WithGroup(name string) slog.Handler {
+	return stackHandler{next: h.next.WithGroup(name), stack: h.stack}
+}
+
+func (h stackHandler) Handle(ctx context.Context, r slog.Record) error {
+	isMetric := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "_aws" {
+			_, isMetric = a.Value.Any().(emf)
+			return false
+		}
+		return true
+	})
+	if !isMetric {
+		return h.next.Handle(ctx, r)
+	}
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if doc, ok := a.Value.Any().(emf); ok && a.Key == "_aws" {
+			a = slog.Any("_aws", doc.withDimension(StackDimension))
+		}
+		out.AddAttrs(a)
+		return true
+	})
+	out.AddAttrs(slog.String(StackDimension, h.stack))
+	return h.next.Handle(ctx, out)
+}
+
+// withDimension returns a copy of the document with name added to each of
+// its dimension sets.
+func (d emf) withDimension(name string) emf {
+	out := emf{Timestamp: d.Timestamp, CloudWatchMetrics: make([]emfDirective, len(d.CloudWatchMetrics))}
+	for i, dir := range d.CloudWatchMetrics {
+		sets := make([][]string, len(dir.Dimensions))
+		for j, set := range dir.Dimensions {
+			sets[j] = append(append(make([]string, 0, len(set)+1), set...), name)
+		}
+		out.CloudWatchMetrics[i] = emfDirective{Dimensions: sets, Metrics: dir.Metrics, Namespace: dir.Namespace}
+	}
+	return out
+}

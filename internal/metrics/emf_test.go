@@ -157,3 +157,54 @@ func TestSettledPublishesTimeToSettle(t *testing.T) {
 		})
 	}
 }
+
+// WithStack adds the Stack dimension to every metric document, Incr's
+// and Settled's alike, and leaves other lines and the documents of the
+// logger it wraps as they are.
+func TestWithStackAddsTheStackDimension(t *testing.T) {
+	var buf bytes.Buffer
+	base := slog.New(slog.NewJSONHandler(&buf, nil)).With("function", "debit")
+	log := metrics.WithStack(base, "transfers-prod")
+	ctx := context.Background()
+	metrics.Incr(ctx, log, metrics.LegFenced, metrics.Service(metrics.ServiceWorker), slog.String("Leg", "DEBIT"))
+	metrics.Settled(ctx, log, metrics.ServiceWorker, metrics.OutcomeCompleted, "2026-11-27T10:00:00Z", time.Date(2026, 11, 27, 10, 0, 1, 0, time.UTC))
+	log.Info("not a metric", "n", 1)
+	metrics.Incr(ctx, base, metrics.Swept, metrics.Service(metrics.ServiceReaper))
+
+	var docs []emftest.Doc
+	var plain []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		doc, ok, err := emftest.Parse(line)
+		if err != nil {
+			t.Fatalf("line %s: %v", line, err)
+		}
+		if !ok {
+			var m map[string]any
+			if err := json.Unmarshal(line, &m); err != nil {
+				t.Fatal(err)
+			}
+			plain = append(plain, m)
+			continue
+		}
+		docs = append(docs, doc)
+	}
+	want := []map[string]string{
+		{"Service": "worker", "Leg": "DEBIT", "Stack": "transfers-prod"},
+		{"Outcome": "completed", "Stack": "transfers-prod"},
+		{"Service": "reaper"},
+	}
+	if len(docs) != len(want) {
+		t.Fatalf("%d metric documents, want %d", len(docs), len(want))
+	}
+	for i, w := range want {
+		if !reflect.DeepEqual(docs[i].Dimensions, w) {
+			t.Errorf("document %d: dimensions %v, want %v", i, docs[i].Dimensions, w)
+		}
+	}
+	if len(plain) != 1 || plain[0]["Stack"] != nil || plain[0]["function"] != "debit" {
+		t.Errorf("plain lines %v, want the one line, without Stack, with the logger's attributes", plain)
+	}
+	if metrics.WithStack(base, "") != base {
+		t.Error("an empty stack name wrapped the logger")
+	}
+}
