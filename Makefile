@@ -9,7 +9,7 @@ GO       ?= go
 # Each function's directory under functions/ and its logical id in
 # template.yaml (dir:LogicalId).
 FUNCTIONS := orchestrator:OrchestratorFunction debit:DebitFunction credit:CreditFunction \
-	refund:RefundFunction reaper:ReaperFunction
+	refund:RefundFunction reaper:ReaperFunction pretraffic:PreTrafficHookFunction
 NPM_MARK := tools/node_modules/.package-lock.json
 SAM_VENV := .tools/sam
 SAM_VERSION := 1.170.0
@@ -213,6 +213,8 @@ build-RefundFunction:
 	$(LAMBDA_BUILD) ./functions/refund
 build-ReaperFunction:
 	$(LAMBDA_BUILD) ./functions/reaper
+build-PreTrafficHookFunction:
+	$(LAMBDA_BUILD) ./functions/pretraffic
 
 # SAM's own validation and build of the template (no AWS account needed),
 # then the proof that sam build's bootstraps are make build's: the same

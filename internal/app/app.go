@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/smithy-go/tracing"
 
+	"github.com/exactlyonce/transfers/internal/metrics"
 	"github.com/exactlyonce/transfers/internal/telemetry"
 )
 
@@ -53,6 +54,10 @@ func (a AWS) SFN() *sfn.Client {
 	})
 }
 
+// StackNameVar names the environment variable that holds the stack's
+// name: the Stack dimension of the functions' metrics.
+const StackNameVar = "STACK_NAME"
+
 // Functions maps each function's code folder (the last element of its
 // CodeUri in template.yaml) to its constructor.
 var Functions = map[string]Constructor{
@@ -61,6 +66,7 @@ var Functions = map[string]Constructor{
 	"credit":       Credit,
 	"refund":       Refund,
 	"reaper":       Reaper,
+	"pretraffic":   PreTraffic,
 }
 
 // Main is a function's main: it builds the handler from the process
@@ -80,7 +86,7 @@ func Main(build Constructor) {
 		log.Warn("OpenTelemetry tracing off", "error", err)
 	}
 	tracing.Instrument(&awsCfg)
-	h, err := build(ctx, os.Getenv, AWS{Config: awsCfg, Tracer: tracing.SDKTracer()}, log)
+	h, err := build(ctx, os.Getenv, AWS{Config: awsCfg, Tracer: tracing.SDKTracer()}, metrics.WithStack(log, os.Getenv(StackNameVar)))
 	if err != nil {
 		log.Error("configure function", "error", err)
 		os.Exit(1)

@@ -380,6 +380,9 @@ func (r *Resolver) ref(n *Node, name string) (any, error) {
 	}
 	res, ok := r.t.Resources[name]
 	if !ok {
+		if v, ok, err := r.publishedRef(n, name); ok || err != nil {
+			return v, err
+		}
 		return nil, r.errAt(n, ErrUnresolved, "Ref %s: no parameter or resource of that name", name)
 	}
 	if err := r.checkExists(n, res); err != nil {
@@ -394,6 +397,37 @@ func (r *Resolver) ref(n *Node, name string) (any, error) {
 		return physical, nil
 	}
 	return k.ref(r, res, physical)
+}
+
+// LocalVersion is the one version a function has locally: Ref
+// Function.Version is its ARN qualified by it.
+const LocalVersion = "1"
+
+// publishedRef resolves SAM's references to what AutoPublishAlias
+// publishes: Function.Alias (the alias's ARN) and Function.Version (the
+// ARN of the version it points at; locally LocalVersion). ok is false
+// for any other name.
+func (r *Resolver) publishedRef(n *Node, name string) (v any, ok bool, err error) {
+	fn, what, found := strings.Cut(name, ".")
+	if !found || (what != "Alias" && what != "Version") {
+		return nil, false, nil
+	}
+	for id, a := range r.t.aliases {
+		if a.function != fn {
+			continue
+		}
+		if what == "Alias" {
+			v, err := r.ref(n, id)
+			return v, true, err
+		}
+		arn, err := r.getAtt(n, fn, "Arn")
+		if err != nil {
+			return nil, true, err
+		}
+		s, _ := arn.(string)
+		return s + ":" + LocalVersion, true, nil
+	}
+	return nil, false, nil
 }
 
 func (r *Resolver) checkExists(n *Node, res *Resource) error {

@@ -144,6 +144,25 @@ func init() {
 			}
 			return s + ":" + a.name, nil
 		}},
+		// A published version: its function's ARN qualified by
+		// LocalVersion, the one version a function has locally.
+		"AWS::Lambda::Version": {
+			ref: func(r *Resolver, res *Resource, _ string) (any, error) {
+				n := res.Properties.Get("FunctionName")
+				if n == nil {
+					return nil, r.errAt(res.Properties, ErrInvalid, "AWS::Lambda::Version %s has no FunctionName", res.LogicalID)
+				}
+				fn, err := r.String(n)
+				if err != nil {
+					return nil, err
+				}
+				if !strings.HasPrefix(fn, "arn:") {
+					fn = r.arn("lambda", "function:"+fn)
+				}
+				return fn + ":" + LocalVersion, nil
+			},
+			attrs: map[string]attrFunc{"Version": func(*Resolver, *Resource, string) (any, error) { return LocalVersion, nil }},
+		},
 		TypeServerlessSM:    stateMachineKind,
 		TypeStepFunctionsSM: stateMachineKind,
 		TypeServerlessAPI:   restAPIKind,

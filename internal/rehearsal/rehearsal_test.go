@@ -67,6 +67,7 @@ var flows = []flow{
 	{"a dead execution is resumed by the reaper", resumedByReaper},
 	{"an aborted transfer is refunded by the reaper", abortedRefunded},
 	{"a sweep", sweeps},
+	{"the PreTraffic hook checks each function's version", preTraffic},
 }
 
 // startRun starts a stack on the binary's DynamoDB Local with the
@@ -152,7 +153,7 @@ func TestFlowsRunUnderTheirPolicies(t *testing.T) {
 	}
 	u := r.h.Stack.IAM.Usage()
 	for _, g := range u.Granted {
-		if !slices.Contains(u.Used, g) && !notEmulated(g.Action) && keptUnused[g.String()] == "" {
+		if !slices.Contains(u.Used, g) && !iamgate.NotEmulated(g.Action) && keptUnused[g.String()] == "" {
 			t.Errorf("no flow used %s", g)
 		}
 	}
@@ -161,13 +162,6 @@ func TestFlowsRunUnderTheirPolicies(t *testing.T) {
 // keptUnused are grants no flow uses, each kept for the reason given.
 var keptUnused = map[string]string{
 	"RefundFunctionRole: RefundFunctionRole/RefundFunctionRolePolicy0 statement 1: dynamodb:GetItem on arn:aws:dynamodb:us-east-1:123456789012:table/LedgerTable": "a refund reads its entry back only after its transaction was cancelled, which a refund (never refused) meets only as a stale attempt",
-}
-
-// notEmulated reports an action of a service the local stack does not
-// run: Step Functions' own log delivery and X-Ray.
-func notEmulated(action string) bool {
-	service, _, _ := strings.Cut(action, ":")
-	return service == "logs" || service == "xray"
 }
 
 // TestRemovingAnyStatementIsRefused removes each statement of the
@@ -243,7 +237,7 @@ func removals(doc map[string]any) []removal {
 				stmts := pm["PolicyDocument"].(map[string]any)["Statement"].([]any)
 				for si, s := range stmts {
 					actions := asStrings(s.(map[string]any)["Action"])
-					if !slices.ContainsFunc(actions, func(a string) bool { return !notEmulated(a) }) {
+					if !slices.ContainsFunc(actions, func(a string) bool { return !iamgate.NotEmulated(a) }) {
 						continue
 					}
 					out = append(out, removal{
@@ -525,6 +519,24 @@ func abortedRefunded(r *run) error {
 	}
 	if got != "FAILED" {
 		return fmt.Errorf("the aborted transfer is %s, want FAILED", got)
+	}
+	return nil
+}
+
+// preTraffic runs CodeDeploy's PreTraffic hook of a deployment, as
+// CodeDeploy does before it shifts an alias: it must report Succeeded.
+func preTraffic(r *run) error {
+	d := r.h.Stack.CodeDeploy.CreateDeployment("ServerlessDeploymentApplication", "OrchestratorFunctionDeploymentGroup")
+	event, err := json.Marshal(map[string]string{"DeploymentId": d.ID, "LifecycleEventHookExecutionId": r.name("hook")})
+	if err != nil {
+		return err
+	}
+	name := "CodeDeployHook_" + cfn.DefaultStackName + "-pretraffic"
+	if _, fnErr, err := r.h.Stack.Functions.InvokeFunction(r.ctx, name, event); err != nil || fnErr != nil {
+		return fmt.Errorf("the hook: %v %v", err, fnErr)
+	}
+	if got, ok := r.h.Stack.CodeDeploy.Status(r.name("hook")); !ok || got.Status != "Succeeded" {
+		return fmt.Errorf("the hook reported %+v (%v), want Succeeded", got, ok)
 	}
 	return nil
 }

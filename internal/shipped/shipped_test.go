@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
@@ -169,6 +170,20 @@ func TestShippedBootstraps(t *testing.T) {
 		c.expectBalance(t, ctx, dst, 0)
 	})
 
+	t.Run("the PreTraffic hook checks the new versions", func(t *testing.T) {
+		// As CodeDeploy does before it shifts an alias: a deployment's
+		// lifecycle hook runs the hook function, which invokes each
+		// function's version and reports the outcome.
+		d := st.CodeDeploy.CreateDeployment("ServerlessDeploymentApplication", "OrchestratorFunctionDeploymentGroup")
+		event, _ := json.Marshal(map[string]string{"DeploymentId": d.ID, "LifecycleEventHookExecutionId": "shipped"})
+		if _, fnErr, err := st.Functions.InvokeFunction(ctx, hookName(t, fns), event); err != nil || fnErr != nil {
+			t.Fatalf("the hook: %v %v", err, fnErr)
+		}
+		if got, ok := st.CodeDeploy.Status("shipped"); !ok || got.Status != "Succeeded" {
+			t.Fatalf("CodeDeploy has %+v (%v), want Succeeded", got, ok)
+		}
+	})
+
 	dctx, dcancel := context.WithTimeout(ctx, settleBudget)
 	defer dcancel()
 	if err := st.Drain(dctx); err != nil {
@@ -236,7 +251,7 @@ func makefileFunctions(t *testing.T, root string) []function {
 	for _, f := range fns {
 		ids = append(ids, f.logicalID)
 	}
-	for _, want := range []string{"OrchestratorFunction", "DebitFunction", "CreditFunction", "RefundFunction", "ReaperFunction"} {
+	for _, want := range []string{"OrchestratorFunction", "DebitFunction", "CreditFunction", "RefundFunction", "ReaperFunction", "PreTrafficHookFunction"} {
 		if !slices.Contains(ids, want) {
 			t.Fatalf("Makefile: FUNCTIONS %v lacks %s", ids, want)
 		}
@@ -420,4 +435,32 @@ func (b *syncBuffer) tail(n int) string {
 		s = s[len(s)-n:]
 	}
 	return string(s)
+}
+
+// hookName is the local name of the PreTraffic hook function, which the
+// template names (FunctionName).
+func hookName(t *testing.T, fns []function) string {
+	t.Helper()
+	if !slices.ContainsFunc(fns, func(f function) bool { return f.logicalID == "PreTrafficHookFunction" }) {
+		t.Fatal("the Makefile builds no PreTrafficHookFunction")
+	}
+	root, err := ddblocal.ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := cfn.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := tpl.Functions(cfn.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range all {
+		if f.LogicalID == "PreTrafficHookFunction" {
+			return f.Name
+		}
+	}
+	t.Fatal("template.yaml has no PreTrafficHookFunction")
+	return ""
 }

@@ -146,6 +146,10 @@ func ProjectFunctions(cfg ProjectConfig) ([]Function, error) {
 			f.Event, f.After = p.task(ledger.Refund), p.legPosted
 		case "reaper":
 			f.Event, f.After = p.sweep, p.succeeded
+		case "pretraffic":
+			// CodeDeploy's hook runs once per deployment, on no request's
+			// path: its cold start is no target.
+			continue
 		default:
 			return nil, fmt.Errorf("coldstart: no first event for function %s (%s)", tf.LogicalID, tf.CodeUri)
 		}

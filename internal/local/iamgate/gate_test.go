@@ -226,3 +226,72 @@ func readFile(name string) (string, error) {
 	data, err := os.ReadFile(name)
 	return string(data), err
 }
+
+// AuthorizeRequest checks a request that a local endpoint serves itself
+// (Lambda's Invoke, CodeDeploy) against the policies of the caller whose
+// credentials signed it; the client's Transport lets such a request pass
+// to that endpoint unchecked, and checks the others.
+func TestAuthorizeRequest(t *testing.T) {
+	g := newGate(t, "stack.cfn.json")
+	role := g.FunctionRole("Fn")
+	sign := func(creds aws.Credentials) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/2015-03-31/functions/x/invocations", nil)
+		r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+creds.AccessKeyID+"/20261127/us-east-1/lambda/aws4_request, SignedHeaders=host, Signature=0")
+		return r
+	}
+	table := "arn:aws:dynamodb:us-east-1:123456789012:table/Things"
+	var denied *iamgate.DeniedError
+	if err := g.AuthorizeRequest(sign(role.Credentials()), "dynamodb:GetItem", table); err != nil {
+		t.Errorf("a granted action was refused: %v", err)
+	}
+	if err := g.AuthorizeRequest(sign(role.Credentials()), "lambda:InvokeFunction", "arn:aws:lambda:us-east-1:123456789012:function:Fn:1"); !errors.As(err, &denied) {
+		t.Errorf("an action the role lacks was allowed: %v", err)
+	}
+	if err := g.AuthorizeRequest(sign(aws.Credentials{AccessKeyID: "AKIAUNKNOWN"}), "dynamodb:GetItem", table); !errors.As(err, &denied) {
+		t.Errorf("unknown credentials were allowed: %v", err)
+	}
+	if err := g.AuthorizeRequest(sign(iamgate.AdminCredentials), "lambda:InvokeFunction", "arn:aws:lambda:us-east-1:123456789012:function:Fn"); err != nil {
+		t.Errorf("the runtime's credentials were refused: %v", err)
+	}
+
+	var reached int
+	next := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		reached++
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Header: http.Header{}}, nil
+	})
+	rt := g.Transport(next)
+	for _, tc := range []struct {
+		name   string
+		req    *http.Request
+		passes bool
+	}{
+		{"Lambda's Invoke", sign(role.Credentials()), true},
+		{"CodeDeploy", func() *http.Request {
+			r := sign(role.Credentials())
+			r.URL.Path = "/"
+			r.Header.Set("X-Amz-Target", "CodeDeploy_20141006.PutLifecycleEventHookExecutionStatus")
+			return r
+		}(), true},
+		{"another service", func() *http.Request {
+			r := sign(role.Credentials())
+			r.URL.Path = "/"
+			r.Header.Set("X-Amz-Target", "AmazonSQS.SendMessage")
+			return r
+		}(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := reached
+			resp, err := rt.RoundTrip(tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if passed := reached > before; passed != tc.passes || (tc.passes && resp.StatusCode != http.StatusOK) {
+				t.Fatalf("passed %v (status %d), want %v", passed, resp.StatusCode, tc.passes)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

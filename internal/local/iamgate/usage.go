@@ -77,6 +77,14 @@ func sortGrants(gs []Grant) {
 	slices.SortFunc(gs, func(a, b Grant) int { return strings.Compare(a.String(), b.String()) })
 }
 
+// NotEmulated reports an action of a service the local stack does not
+// run, which no local call can use: CloudWatch Logs' log delivery and
+// X-Ray, which AWS services call for themselves.
+func NotEmulated(action string) bool {
+	service, _, _ := strings.Cut(action, ":")
+	return service == "logs" || service == "xray"
+}
+
 // UsageDirEnv names a directory where each stack writes its Usage when it
 // stops, so that a report can add up the grants a whole test run used
 // (cmd/iamreport).

@@ -40,11 +40,13 @@ import (
 	"github.com/exactlyonce/transfers/internal/local/eventbus"
 	"github.com/exactlyonce/transfers/internal/local/fault"
 	"github.com/exactlyonce/transfers/internal/local/iamgate"
+	"github.com/exactlyonce/transfers/internal/local/lambdaapi"
 	"github.com/exactlyonce/transfers/internal/local/lambdaproc"
 	"github.com/exactlyonce/transfers/internal/local/lambdarun"
 	"github.com/exactlyonce/transfers/internal/local/sdklog"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
 	"github.com/exactlyonce/transfers/internal/local/ttl"
+	"github.com/exactlyonce/transfers/internal/metrics"
 )
 
 // Options configure Start.
@@ -162,6 +164,9 @@ type Stack struct {
 	// (Options.Bootstraps), by logical ID.
 	Processes  map[string]*lambdaproc.Function
 	bootstraps map[string]string
+	// otherPolicies: the policies are not those of the template's own
+	// transformed template (Options.TransformedTemplate).
+	otherPolicies bool
 	// checked are the endpoints behind the IAM checks served to
 	// processes, by target endpoint.
 	checked    map[string]*http.Server
@@ -169,6 +174,12 @@ type Stack struct {
 	// IAM checks each call of the stack's principals against their
 	// policies; its Denials are the calls it refused.
 	IAM *iamgate.Gate
+
+	// LambdaEndpoint serves Lambda's Invoke and CodeDeploy's lifecycle hook
+	// status API (lambdaapi.go); CodeDeploy records the statuses reported.
+	LambdaEndpoint string
+	CodeDeploy     *lambdaapi.CodeDeploy
+	lambdaAPI      *lambdaapi.Server
 
 	async   *asyncInvoker
 	faults  *fault.Injector
@@ -229,6 +240,7 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	if transformed == "" {
 		transformed = cfn.TransformedPath(tplPath)
 	}
+	st.otherPolicies = transformed != cfn.TransformedPath(tplPath)
 	ctpl, err := cfn.LoadTransformed(transformed)
 	if err != nil {
 		return err
@@ -328,6 +340,9 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 		async[f.LogicalID] = cfg
 	}
 	if st.bootstraps, err = bootstraps(fns, opts.Bootstraps); err != nil { // Options.Bootstraps
+		return err
+	}
+	if err := st.startLambdaAPI(); err != nil { // lambdaapi.go
 		return err
 	}
 	if err := st.startFunctions(ctx, fns, tplPath); err != nil {
@@ -445,7 +460,8 @@ func (st *Stack) startFunctions(ctx context.Context, fns []cfn.Function, tplPath
 		if err != nil {
 			return err
 		}
-		h, err := build(ctx, getenv, app.AWS{Config: cfg}, st.log.With("function", f.Name))
+		log := metrics.WithStack(st.log.With("function", f.Name), vars[app.StackNameVar])
+		h, err := build(ctx, getenv, app.AWS{Config: cfg}, log)
 		if err != nil {
 			return fmt.Errorf("function %s: %w", f.LogicalID, err)
 		}
@@ -510,7 +526,7 @@ func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]str
 		return err
 	}
 	for _, r := range rules {
-		if !r.Enabled {
+		if !r.Enabled || (r.ScheduleExpression != "" && !schedules) {
 			continue
 		}
 		inv, err := st.IAM.RuleInvocation(r.LogicalID)
@@ -519,18 +535,6 @@ func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]str
 		}
 		target := functionTarget{async: st.async, name: names[r.TargetFunction], rule: r.Name, cfg: async[r.TargetFunction],
 			authorize: func() error { return st.IAM.AuthorizeInvoke(inv) }}
-		if r.ScheduleExpression != "" {
-			if schedules {
-				if err := st.Bus.AddSchedule(r.Name, r.ScheduleExpression, target); err != nil {
-					return fmt.Errorf("schedule %s: %w", r.LogicalID, err)
-				}
-			}
-			continue
-		}
-		pattern, err := eventbus.Compile(r.Pattern)
-		if err != nil {
-			return fmt.Errorf("rule %s: %w", r.LogicalID, err)
-		}
 		var policy eventbus.RetryPolicy
 		if r.RetryPolicy != nil {
 			policy = eventbus.RetryPolicy{MaximumRetryAttempts: r.RetryPolicy.MaximumRetryAttempts, MaximumEventAgeInSeconds: r.RetryPolicy.MaximumEventAgeInSeconds}
@@ -539,8 +543,8 @@ func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]str
 			}
 		}
 		log := st.log.With("rule", r.Name)
-		if err := st.Bus.AddRule(eventbus.Rule{
-			Name: r.Name, Pattern: pattern, Target: target, RetryPolicy: policy,
+		rule := eventbus.Rule{
+			Name: r.Name, Target: target, RetryPolicy: policy,
 			DeadLetter: func(ctx context.Context, event []byte, err error) {
 				log.ErrorContext(ctx, "event dead-lettered", "deadLetterQueue", r.DeadLetterARN, "error", err, "event", string(event))
 				var attempts int
@@ -550,7 +554,17 @@ func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]str
 				st.recordFailure(FailedInvocation{Kind: FailedDeadLetter, Function: target.name, Rule: r.Name,
 					Destination: r.DeadLetterARN, Event: append([]byte(nil), event...), Attempts: attempts, Err: err, At: time.Now()})
 			},
-		}); err != nil {
+		}
+		if r.ScheduleExpression != "" {
+			if err := st.Bus.AddScheduleRule(rule, r.ScheduleExpression); err != nil {
+				return fmt.Errorf("schedule %s: %w", r.LogicalID, err)
+			}
+			continue
+		}
+		if rule.Pattern, err = eventbus.Compile(r.Pattern); err != nil {
+			return fmt.Errorf("rule %s: %w", r.LogicalID, err)
+		}
+		if err := st.Bus.AddRule(rule); err != nil {
 			return fmt.Errorf("rule %s: %w", r.LogicalID, err)
 		}
 	}
@@ -706,6 +720,7 @@ func (st *Stack) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, st.closeLambdaAPI(ctx)) // lambdaapi.go
 	if st.SFN != nil {
 		errs = append(errs, st.SFN.Shutdown(ctx))
 	}
@@ -724,7 +739,9 @@ func (st *Stack) Close(ctx context.Context) error {
 	if st.ddb != nil {
 		errs = append(errs, st.ddb.Stop())
 	}
-	if dir := os.Getenv(iamgate.UsageDirEnv); dir != "" && st.IAM != nil {
+	// The usage of the template's own policies: a stack given another
+	// transformed template (a test's edited copy) has other grants.
+	if dir := os.Getenv(iamgate.UsageDirEnv); dir != "" && st.IAM != nil && !st.otherPolicies {
 		errs = append(errs, st.IAM.WriteUsage(dir))
 	}
 	return errors.Join(errs...)
@@ -802,6 +819,8 @@ func (st *Stack) processFunction(f cfn.Function, bootstrap string, cfg aws.Confi
 	if env["AWS_ENDPOINT_URL_SFN"], err = st.checkedEndpoint(st.SFNEndpoint); err != nil {
 		return nil, err
 	}
+	// The Lambda and CodeDeploy endpoint checks its callers itself.
+	env["AWS_ENDPOINT_URL_LAMBDA"], env["AWS_ENDPOINT_URL_CODEDEPLOY"] = st.LambdaEndpoint, st.LambdaEndpoint
 	p, err := lambdaproc.New(lambdaproc.Config{
 		Bootstrap: bootstrap, Name: f.Name, ARN: lambdarun.FunctionARN(Region, AccountID, f.Name),
 		MemoryMB: f.MemorySize, Region: Region, Timeout: f.Timeout, Env: env,
