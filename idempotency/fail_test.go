@@ -3,8 +3,13 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
@@ -20,6 +25,7 @@ func TestFailReserved(t *testing.T) {
 		// and none means there is no record.
 		status     idempotency.Status
 		none       bool
+		attempt    int64 // the record's attempt: 1 for a resumed one
 		resourceID string
 		wantSettle bool
 		wantStatus idempotency.Status
@@ -30,6 +36,9 @@ func TestFailReserved(t *testing.T) {
 		{name: "taken by its operation", status: idempotency.StatusInProgress, resourceID: "t-1", wantStatus: idempotency.StatusInProgress},
 		{name: "completed", status: idempotency.StatusCompleted, resourceID: "t-1", wantStatus: idempotency.StatusCompleted},
 		{name: "no record", none: true, resourceID: "t-1", wantErr: idempotency.ErrNotFound},
+		// RESERVED again under its next attempt: an earlier run may have
+		// done part of the work, so it was not refused before it started.
+		{name: "resumed", attempt: 1, resourceID: "t-1", wantStatus: idempotency.StatusReserved},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +55,16 @@ func TestFailReserved(t *testing.T) {
 			}
 			if tt.status != "" {
 				settle(t, client, table, key, tt.status, clk.now)
+			}
+			if tt.attempt != 0 {
+				if _, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName:                 aws.String(table),
+					Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: key}},
+					UpdateExpression:          aws.String("SET attempt = :a"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: fmt.Sprint(tt.attempt)}},
+				}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			clk.now = clk.now.Add(time.Minute)
 			calls.Store(0)

@@ -227,9 +227,11 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 // FailReserved settles a record that is still RESERVED as FAILED with
 // response (the final answer, stored as a settled operation's is), at
 // once: the operation was refused before it started. One conditional
-// UpdateItem: the record must still be RESERVED for resourceID, so a
-// record that an operation already took (IN_PROGRESS, or settled) is
-// left as it is. The record gets its expiry (now plus its retention) and
+// UpdateItem: the record must still be RESERVED for resourceID on its
+// first attempt (0), so a record that an operation already took
+// (IN_PROGRESS, or settled), or that was resumed (RESERVED under a later
+// attempt, whose earlier runs may have done part of the work), is left
+// as it is. The record gets its expiry (now plus its retention) and
 // leaves the Pending index.
 //
 // It returns the record as it is afterwards: the settled record with
@@ -238,7 +240,8 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 func (s *Store) FailReserved(ctx context.Context, recordKey, resourceID, response string) (rec Record, settled bool, err error) {
 	now := s.now().UTC()
 	cond := expression.Name(AttrStatus).Equal(expression.Value(StatusReserved)).
-		And(expression.Name(AttrResourceID).Equal(expression.Value(resourceID)))
+		And(expression.Name(AttrResourceID).Equal(expression.Value(resourceID))).
+		And(AttemptIs(0))
 	retention := expression.Name("retentionSeconds")
 	update := expression.Set(expression.Name(AttrStatus), expression.Value(StatusFailed)).
 		Set(expression.Name(AttrResponse), expression.Value(response)).

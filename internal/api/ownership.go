@@ -121,9 +121,13 @@ func (h *Handler) ownerOf(ctx context.Context, account string) (string, error) {
 // notOwner answers a request whose source account is known not to be the
 // caller's, without writing: a key that holds a record (made when the
 // caller owned the account, say) is answered from it, except that a
-// record of this request still RESERVED (never started) is settled
-// FAILED Forbidden first; any other key is refused with 403 forbidden,
-// nothing stored, the same answer whether the account exists or not.
+// record of this request still RESERVED on its first attempt (never
+// started) is settled FAILED Forbidden first; any other key is refused
+// with 403 forbidden, nothing stored, the same answer whether the account
+// exists or not. A record RESERVED under a later attempt was resumed: an
+// earlier run may have debited the account while the caller owned it, so
+// it is answered as it is (its next run is started, and completes what
+// the debit began).
 func (h *Handler) notOwner(ctx context.Context, r idempotency.Reservation, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
 	recordKey := idempotency.RecordKey(r.Scope, r.Key)
 	rec, err := h.records.GetByRecordKey(ctx, recordKey)
@@ -132,7 +136,7 @@ func (h *Handler) notOwner(ctx context.Context, r idempotency.Reservation, base,
 	case err != nil:
 		h.log.ErrorContext(ctx, "read the record of a refused request", "recordKey", recordKey, "error", err)
 		return problemResponse(problemFor(err), instance, nil)
-	case rec.Status == idempotency.StatusReserved && rec.Matches(r.Fingerprint) == nil:
+	case rec.Status == idempotency.StatusReserved && rec.Attempt == 0 && rec.Matches(r.Fingerprint) == nil:
 		// This request's own record, never started (its first attempt
 		// was answered 503 before the record was settled, say): settle
 		// it now rather than start a transfer the debit would refuse.
