@@ -24,23 +24,23 @@ import (
 //
 //   - the owner is remembered (read less than OwnerCacheAge ago) and is
 //     the caller: the PutItem alone;
-//   - it is remembered and is not the caller: nothing is reserved; one
-//     strongly consistent GetItem of the key tells a duplicate (answered
-//     from its record, whoever owns the account now) from a new key,
-//     refused with 403 forbidden (notOwner);
+//   - it is remembered and is not the caller: the PutItem, then a new
+//     key's record is settled FAILED Forbidden at once (refuseReserved)
+//     and the answer is 403 with it; a duplicate is answered from its
+//     record, whoever owns the account now (notOwner);
 //   - it is not remembered: the account is read while the key is
 //     reserved (one read for all the requests that need it at once). A
 //     duplicate is answered from its record without waiting for the
 //     read, which goes on to fill the memory. A new key waits for it:
 //     if the source is not the caller's, the record just made is
-//     settled FAILED Forbidden at once (refuseReserved) and the answer
-//     is 403; if the read failed, the transfer starts and the debit
-//     decides.
+//     settled FAILED Forbidden at once and the answer is 403; if the
+//     read failed, the transfer starts and the debit decides.
+//
+// A refused new key gets the same answer and leaves the same record
+// whether the owner was remembered or not, and whether the account
+// exists or not: an outsider learns nothing of which accounts are used.
 func (h *Handler) reserveOwned(ctx context.Context, r idempotency.Reservation, source, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
 	owner, known := h.owners.get(source)
-	if known && owner != r.Scope {
-		return h.notOwner(ctx, r, base, instance, pref)
-	}
 	var read <-chan singleflight.Result
 	if !known {
 		read = h.readOwner(ctx, source)
@@ -51,11 +51,17 @@ func (h *Handler) reserveOwned(ctx context.Context, r idempotency.Reservation, s
 		return problemResponse(problemFor(err), instance, nil)
 	}
 	if !created {
+		if known && owner != r.Scope {
+			return h.notOwner(ctx, rec, r, base, instance, pref)
+		}
 		// A duplicate does not wait for the read, which goes on to
 		// fill the container's memory.
 		return h.existing(ctx, rec, r.Fingerprint, base, instance, pref)
 	}
 	h.count(ctx, metrics.Reserved)
+	if known && owner != r.Scope {
+		return h.refuseReserved(ctx, rec, base, false)
+	}
 	if read != nil {
 		var (
 			owner string
@@ -118,34 +124,19 @@ func (h *Handler) ownerOf(ctx context.Context, account string) (string, error) {
 	return acct.Owner, nil
 }
 
-// notOwner answers a request whose source account is known not to be the
-// caller's, without writing: a key that holds a record (made when the
-// caller owned the account, say) is answered from it, except that a
-// record of this request still RESERVED on its first attempt (never
-// started) is settled FAILED Forbidden first; any other key is refused
-// with 403 forbidden, nothing stored, the same answer whether the account
-// exists or not. A record RESERVED under a later attempt was resumed: an
-// earlier run may have debited the account while the caller owned it, so
-// it is answered as it is (its next run is started, and completes what
-// the debit began).
-func (h *Handler) notOwner(ctx context.Context, r idempotency.Reservation, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
-	recordKey := idempotency.RecordKey(r.Scope, r.Key)
-	rec, err := h.records.GetByRecordKey(ctx, recordKey)
-	switch {
-	case errors.Is(err, idempotency.ErrNotFound):
-	case err != nil:
-		h.log.ErrorContext(ctx, "read the record of a refused request", "recordKey", recordKey, "error", err)
-		return problemResponse(problemFor(err), instance, nil)
-	case rec.Status == idempotency.StatusReserved && rec.Attempt == 0 && rec.Matches(r.Fingerprint) == nil:
-		// This request's own record, never started (its first attempt
-		// was answered 503 before the record was settled, say): settle
-		// it now rather than start a transfer the debit would refuse.
+// notOwner answers a duplicate whose source account is known not to be
+// the caller's, from its record rec (made when the caller owned the
+// account, say), except that a record of this request still RESERVED on
+// its first attempt (never started: its first attempt was answered 503
+// before the record was settled, say) is settled FAILED Forbidden first.
+// A record RESERVED under a later attempt was resumed: an earlier run may
+// have debited the account while the caller owned it, so it is answered
+// as it is (its next run is started, and completes what the debit began).
+func (h *Handler) notOwner(ctx context.Context, rec idempotency.Record, r idempotency.Reservation, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
+	if rec.Status == idempotency.StatusReserved && rec.Attempt == 0 && rec.Matches(r.Fingerprint) == nil {
 		return h.refuseReserved(ctx, rec, base, true)
-	case !rec.Reusable(time.Now()):
-		return h.existing(ctx, rec, r.Fingerprint, base, instance, pref)
 	}
-	h.log.InfoContext(ctx, "source account is not the caller's", "recordKey", recordKey)
-	return problemResponse(problemFor(errForbidden), instance, nil)
+	return h.existing(ctx, rec, r.Fingerprint, base, instance, pref)
 }
 
 // refuseReserved settles a record just reserved for a caller who does not

@@ -53,8 +53,6 @@ const (
 var (
 	errNoCaller = errors.New("the request carries no authenticated caller")
 	errNotFound = errors.New("not found")
-	// errForbidden reports a debit of an account that is not the caller's.
-	errForbidden = errors.New("the source account is not the caller's")
 	// errMediaType reports a body sent as another media type than JSON.
 	errMediaType = errors.New("the body is not application/json")
 )
@@ -90,9 +88,6 @@ func problemFor(err error) Problem {
 		// An id that cannot exist (too long, control characters) is as
 		// absent as one that does not.
 		return newProblem(http.StatusNotFound, CodeNotFound, "Not found", "")
-	case errors.Is(err, errForbidden):
-		return newProblem(http.StatusForbidden, CodeForbidden, "Not allowed to debit the source account",
-			"Only the owner of the source account may transfer from it; nothing was stored.")
 	case errors.Is(err, errLimit):
 		return newProblem(http.StatusBadRequest, CodeInvalidLimit, "Invalid page size",
 			"limit must be a whole number from 1 to 100, sent once.")
