@@ -1,6 +1,7 @@
 package asl
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -229,11 +230,11 @@ func TestContextObject(t *testing.T) {
 		t.Fatalf("$$.State of a Pass state = %s, want only Name and EnteredTime", stateKeys)
 	}
 	delete(obj, "stateKeys")
-	// A first run's $$.Execution has no RedriveCount on AWS: only Id,
-	// Input, Name, RoleArn and StartTime.
+	// A first run's $$.Execution, as AWS records it: Id, Input, Name,
+	// RoleArn, StartTime and RedriveCount 0.
 	execKeys, _ := obj["executionKeys"].(string)
-	if ex, err := decodeValue([]byte(execKeys)); err != nil || len(ex.(map[string]any)) != 5 || ex.(map[string]any)["RedriveCount"] != nil {
-		t.Fatalf("$$.Execution of a first run = %s, want Id, Input, Name, RoleArn and StartTime only", execKeys)
+	if ex, err := decodeValue([]byte(execKeys)); err != nil || len(ex.(map[string]any)) != 6 || fmt.Sprint(ex.(map[string]any)["RedriveCount"]) != "0" {
+		t.Fatalf("$$.Execution of a first run = %s, want Id, Input, Name, RoleArn, StartTime and RedriveCount 0", execKeys)
 	}
 	delete(obj, "executionKeys")
 	assertJSON(t, []byte(mustEncode(obj)), `{

@@ -180,9 +180,9 @@ func (r *runner) contextObject(st *state, entered time.Time, retryCount int, var
 			"StartTime": formatTime(r.start),
 			"Input":     r.input,
 			"RoleArn":   r.exec.RoleArn,
-			// No RedriveCount: Step Functions adds it only to a redriven
-			// execution's context object, and the local runtime does not
-			// redrive.
+			// 0 on a first run, as Step Functions records it; the local
+			// runtime does not redrive, so it stays 0.
+			"RedriveCount": intNumber(0),
 		},
 		"State": stateObj,
 		"StateMachine": map[string]any{
