@@ -165,6 +165,10 @@ func TestParametersAcceptWhatAWSAccepts(t *testing.T) {
 		{"one minutes", "SweepSchedule", "rate(1 minutes)", false},
 		{"five minute", "SweepSchedule", "rate(5 minute)", false},
 		{"zero minutes", "SweepSchedule", "rate(0 minutes)", false},
+		{"no collector layer", "OtelCollectorLayerArn", "", true},
+		{"AWS's ADOT layer", "OtelCollectorLayerArn", "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-115-0:3", true},
+		{"another account's layer", "OtelCollectorLayerArn", "arn:aws:lambda:eu-west-1:123456789012:layer:aws-otel-collector-arm64-ver-0-115-0:3", false},
+		{"AWS's layer for x86_64", "OtelCollectorLayerArn", "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-amd64-ver-0-115-0:3", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := cfn.NewResolver(tmpl, cfn.Env{Parameters: map[string]string{tc.param: tc.value}})

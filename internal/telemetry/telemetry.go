@@ -30,6 +30,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -93,6 +94,11 @@ func New(env func(string) string) (*Tracing, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("telemetry: %s %q is not an http(s) URL", TracesEndpointEnv, endpoint)
+	}
+	// Spans name transfers, accounts and callers: in cleartext only to a
+	// collector on this host (the ADOT layer's, on localhost).
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("telemetry: %s %q sends spans in cleartext to another host: use https, or a collector on localhost", TracesEndpointEnv, endpoint)
 	}
 	protocol := env(TracesProtocolEnv)
 	if protocol == "" {
@@ -221,4 +227,14 @@ func (p invocationHeader) Extract(ctx context.Context, _ propagation.TextMapCarr
 		return ctx
 	}
 	return p.Propagator.Extract(ctx, propagation.HeaderCarrier{"X-Amzn-Trace-Id": []string{header}})
+}
+
+// loopback reports a host name of this host: localhost or a loopback
+// address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

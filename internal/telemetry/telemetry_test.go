@@ -226,6 +226,11 @@ func TestNew(t *testing.T) {
 		{name: "sdk disabled", env: map[string]string{TracesEndpointEnv: "http://localhost:4318/v1/traces", SDKDisabledEnv: "true"}},
 		{name: "grpc protocol", env: map[string]string{TracesEndpointEnv: "http://localhost:4317", TracesProtocolEnv: "grpc"}, wantErr: "only http/protobuf"},
 		{name: "not a URL", env: map[string]string{TracesEndpointEnv: "localhost:4318"}, wantErr: "not an http(s) URL"},
+		{name: "cleartext on the loopback address", env: map[string]string{TracesEndpointEnv: "http://127.0.0.1:4318/v1/traces"}, wantOn: true},
+		{name: "cleartext on IPv6 loopback", env: map[string]string{TracesEndpointEnv: "http://[::1]:4318/v1/traces"}, wantOn: true},
+		{name: "cleartext to another host", env: map[string]string{TracesEndpointEnv: "http://collector.example.com:4318/v1/traces"}, wantErr: "cleartext"},
+		{name: "cleartext to a private address", env: map[string]string{EndpointEnv: "http://10.0.0.7:4318"}, wantErr: "cleartext"},
+		{name: "TLS to another host", env: map[string]string{TracesEndpointEnv: "https://collector.example.com/v1/traces"}, wantOn: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
