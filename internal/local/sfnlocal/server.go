@@ -107,7 +107,12 @@ type execution struct {
 	errorCode     *string
 	cause         *string
 	stopRequested bool
-	history       []historyEvent
+	// lost: the runtime killed the execution as it stopped (Shutdown's
+	// context ended). Its end is not announced: a crash of the runtime
+	// loses an execution, which the sweeper resumes, and an ABORTED
+	// event with a cause would read as an operator's abort.
+	lost    bool
+	history []historyEvent
 }
 
 type historyEvent struct {
@@ -267,6 +272,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		aborted := 0
 		for _, e := range s.executions {
 			if e.status == StatusRunning {
+				e.lost = true
 				s.stopLocked(e, nil, ptr(shutdownCause))
 				aborted++
 			}
@@ -374,8 +380,12 @@ func (s *Server) run(ctx context.Context, e *execution) {
 	if !e.stopRequested {
 		s.finishLocked(e, res)
 	}
-	finished := e.infoLocked()
+	finished, lost := e.infoLocked(), e.lost
 	s.mu.Unlock()
+	if lost {
+		s.log.Warn("execution lost as the runtime stopped: its end is not announced", "execution", e.arn)
+		return
+	}
 	s.log.Debug("execution finished", "execution", e.arn, "status", finished.Status)
 	s.publishStatus(finished)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -158,6 +159,23 @@ func TestShutdown(t *testing.T) {
 			}
 			if info.Status != tc.wantStatus || info.Cause != tc.wantCause {
 				t.Errorf("after Shutdown: %s cause %q, want %s %q", info.Status, info.Cause, tc.wantStatus, tc.wantCause)
+			}
+			// An execution the runtime kills as it stops is lost, as a
+			// crash loses it: no status change announces its end (an
+			// ABORTED event with a cause would read as an operator's
+			// abort, and have its transfer refunded).
+			var statuses []string
+			for _, ev := range env.pub.eventsFor(t, arn) {
+				detail, _ := ev["detail"].(map[string]any)
+				status, _ := detail["status"].(string)
+				statuses = append(statuses, status)
+			}
+			want := []string{StatusRunning, StatusSucceeded}
+			if tc.cancelled {
+				want = []string{StatusRunning}
+			}
+			if !slices.Equal(statuses, want) {
+				t.Errorf("status change events %v, want %v", statuses, want)
 			}
 			_, err = newSFNClient(env.url, noRetries).StartExecution(testContext(t), &sfn.StartExecutionInput{StateMachineArn: aws.String(env.smARN("Block"))})
 			var apiErr smithy.APIError
