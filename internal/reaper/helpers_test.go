@@ -672,3 +672,14 @@ func (w *wrappedLedger) Post(ctx context.Context, leg ledger.Leg) (ledger.Entry,
 	}
 	return e, err
 }
+
+// refundFor posts the transfer's REFUND as the workflow does when the
+// ledger refused its credit for code.
+func (e *env) refundFor(t *testing.T, f fixture, code string) {
+	t.Helper()
+	leg := f.leg(ledger.Refund)
+	leg.Reason, leg.Detail = code, "The credit to account "+f.dst+" was refused ("+code+")."
+	if _, err := e.ledger.Post(testContext(t), leg); err != nil {
+		t.Fatal(err)
+	}
+}

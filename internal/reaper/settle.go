@@ -424,8 +424,12 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 		outcome = OutcomeCompleted
 	case debit && refund:
 		outcome = OutcomeReversed
-		if why.code == "" || why.code == codeFenced {
-			why = refundCause(entries[ledger.Refund])
+		// The refund says why it was posted: a refused credit's
+		// refusal (the workflow's), or the reaper's own cause. That
+		// reason is the transfer's, whatever ended the execution since
+		// (an abort, the window passing), as a debit's refusal is.
+		if r := entries[ledger.Refund]; r.Reason != "" || why.code == "" || why.code == codeFenced {
+			why = refundCause(r)
 		}
 	case debit:
 		entry, err := retry(ctx, isTransientLedger, func() (ledger.Entry, error) {

@@ -80,11 +80,7 @@ func TestSettle(t *testing.T) {
 				e.closeExecution(t, f)
 				e.markInProgress(t, f)
 				e.post(t, f, debit)
-				leg := f.leg(refund)
-				leg.Reason, leg.Detail = "AccountClosed", "Account "+f.dst+" is closed."
-				if _, err := e.ledger.Post(testContext(t), leg); err != nil {
-					t.Fatal(err)
-				}
+				e.refundFor(t, f, "AccountClosed")
 			},
 			want:  reaper.OutcomeReversed,
 			final: &settled{status: idempotency.StatusFailed, code: "AccountClosed", reversed: true},
@@ -142,6 +138,32 @@ func TestSettle(t *testing.T) {
 			},
 			want:  reaper.OutcomeFailed,
 			final: &settled{status: idempotency.StatusFailed, code: "InsufficientFunds"},
+		},
+		{
+			name:      "credit refused and refunded, then aborted before the workflow stored it: failed with the refusal",
+			reference: runRef,
+			setup: func(t *testing.T, e *env, f fixture) {
+				arn := e.runExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+				e.refundFor(t, f, "CurrencyMismatch")
+				e.abort(t, arn)
+			},
+			want:  reaper.OutcomeReversed,
+			final: &settled{status: idempotency.StatusFailed, code: "CurrencyMismatch", reversed: true},
+		},
+		{
+			name:      "credit refused and refunded, past the completion window: failed with the refusal",
+			reference: "DynamoDB.InternalServerError",
+			age:       2 * time.Hour,
+			setup: func(t *testing.T, e *env, f fixture) {
+				e.closeExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit)
+				e.refundFor(t, f, "AccountClosed")
+			},
+			want:  reaper.OutcomeReversed,
+			final: &settled{status: idempotency.StatusFailed, code: "AccountClosed", reversed: true},
 		},
 		{
 			name:      "debit refused, past the completion window: failed with the refusal",
