@@ -28,12 +28,16 @@ const (
 )
 
 // Backoff of the reads of a waited transfer: the first read comes after
-// waitFirstPoll, each next one after a delay 1.5 times longer, at most
-// waitMaxPoll, with jitter. A transfer that settles in 15 ms costs one or
-// two reads; one that runs the whole 10 s about 45.
+// waitFirstPoll, each next one after a delay 1.5 times longer, with
+// jitter, at most waitMaxPoll while the wait is young and then a quarter
+// of the time waited, up to waitLateMaxPoll: a transfer that settles in
+// 15 ms costs one or two reads, one that settles within 2 s is seen
+// within 250 ms, and a wait that runs the whole 10 s costs about 25
+// reads instead of 45 (pollCap).
 const (
-	waitFirstPoll = 15 * time.Millisecond
-	waitMaxPoll   = 250 * time.Millisecond
+	waitFirstPoll   = 15 * time.Millisecond
+	waitMaxPoll     = 250 * time.Millisecond
+	waitLateMaxPoll = time.Second
 	// waitReadReserve is kept before the handler's deadline for the
 	// last read and the answer.
 	waitReadReserve = 300 * time.Millisecond
@@ -107,7 +111,7 @@ func (h *Handler) settle(ctx context.Context, rec idempotency.Record, base strin
 	if d, ok := ctx.Deadline(); ok && d.Add(-waitReadReserve).Before(deadline) {
 		deadline = d.Add(-waitReadReserve)
 	}
-	delay := waitFirstPoll
+	delay, start := waitFirstPoll, time.Now()
 	for {
 		pause := delay/2 + rand.N(delay/2+1)
 		if !time.Now().Add(pause).Before(deadline) {
@@ -118,7 +122,7 @@ func (h *Handler) settle(ctx context.Context, rec idempotency.Record, base strin
 			return withHeader(resp, HeaderPreferenceApplied, applied)
 		case <-time.After(pause):
 		}
-		delay = min(delay*3/2, waitMaxPoll)
+		delay = min(delay*3/2, pollCap(time.Since(start)))
 		fresh, err := h.records.GetByRecordKey(ctx, rec.Key)
 		if err != nil {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -161,4 +165,10 @@ func withHeader(resp events.APIGatewayProxyResponse, name, value string) events.
 	}
 	resp.Headers[name] = value
 	return resp
+}
+
+// pollCap is the longest delay between two reads after waited: the reads
+// slow down as the wait grows, so a long wait costs fewer reads.
+func pollCap(waited time.Duration) time.Duration {
+	return min(max(waitMaxPoll, waited/4), waitLateMaxPoll)
 }
