@@ -22,9 +22,10 @@ type EntryPosition struct {
 // entries, newest first, after position after (nil: from the newest),
 // and the position of the last one returned when more follow (nil
 // otherwise). It reads the ByPostedAt index with strong consistency. An
-// entry keeps its place (postedAt is set once, when the leg commits) and
-// a new entry is newer than every listed one, so paging never repeats or
-// skips an entry.
+// entry keeps its place (postedAt never changes), but postedAt is stamped
+// before the leg's transaction is sent: an entry whose transaction was
+// slow can commit behind entries already paged past, so a reader that
+// must see every entry re-reads the head with an overlap (docs/api.md).
 func (l *Ledger) EntriesPage(ctx context.Context, accountID string, limit int, after *EntryPosition) ([]Entry, *EntryPosition, error) {
 	if err := checkID("AccountID", accountID, maxIDBytes); err != nil {
 		return nil, nil, fmt.Errorf("entries of %s: %w", accountID, err)
