@@ -187,20 +187,9 @@ func judgeLeg(out *lambda.InvokeOutput) error {
 	return nil
 }
 
-// statusChange is the EventBridge event of a Step Functions execution
-// status change.
-type statusChange struct {
-	Version    string             `json:"version"`
-	ID         string             `json:"id"`
-	DetailType string             `json:"detail-type"`
-	Source     string             `json:"source"`
-	Account    string             `json:"account"`
-	Time       string             `json:"time"`
-	Region     string             `json:"region"`
-	Resources  []string           `json:"resources"`
-	Detail     statusChangeDetail `json:"detail"`
-}
-
+// statusChangeDetail is the detail of the EventBridge event of a Step
+// Functions execution status change (the envelope is aws-lambda-go's
+// events.CloudWatchEvent).
 type statusChangeDetail struct {
 	ExecutionArn    string          `json:"executionArn"`
 	StateMachineArn string          `json:"stateMachineArn"`
@@ -242,27 +231,31 @@ func (h *Hook) reaperEvent(ev Event) ([]byte, error) {
 	}
 	name := transfer.ExecutionName(id, 0)
 	execARN := h.where.executionARN(name)
-	return json.Marshal(statusChange{
+	detail, err := json.Marshal(statusChangeDetail{
+		ExecutionArn:    execARN,
+		StateMachineArn: h.where.arn,
+		Name:            name,
+		Status:          "FAILED",
+		StartDate:       now.UnixMilli(),
+		StopDate:        now.UnixMilli(),
+		Input:           string(input),
+		InputDetails:    map[string]bool{"included": true},
+		Error:           "PreTraffic.Probe",
+		Cause:           "pre-traffic probe of deployment " + ev.DeploymentID + ": no such transfer",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(events.CloudWatchEvent{
 		Version:    "0",
 		ID:         id,
 		DetailType: reaper.DetailTypeStatusChange,
 		Source:     "aws.states",
-		Account:    h.where.account,
-		Time:       now.UTC().Format(time.RFC3339),
+		AccountID:  h.where.account,
+		Time:       now.UTC().Truncate(time.Second),
 		Region:     h.where.region,
 		Resources:  []string{execARN},
-		Detail: statusChangeDetail{
-			ExecutionArn:    execARN,
-			StateMachineArn: h.where.arn,
-			Name:            name,
-			Status:          "FAILED",
-			StartDate:       now.UnixMilli(),
-			StopDate:        now.UnixMilli(),
-			Input:           string(input),
-			InputDetails:    map[string]bool{"included": true},
-			Error:           "PreTraffic.Probe",
-			Cause:           "pre-traffic probe of deployment " + ev.DeploymentID + ": no such transfer",
-		},
+		Detail:     detail,
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exactlyonce/transfers/internal/local/lambdaproc"
 	"github.com/exactlyonce/transfers/internal/telemetry/otlptest"
 )
 
@@ -198,7 +199,7 @@ func startOnce(ctx context.Context, bin, name, region string, env []string, even
 	collector := otlptest.NewReceiver()
 	defer collector.Close()
 
-	out := &tail{max: outputTailBytes}
+	out := lambdaproc.NewTail(outputTailBytes)
 	cmd := exec.Command(bin)
 	cmd.Env = append(env,
 		"AWS_LAMBDA_RUNTIME_API="+api.addr(),
@@ -235,7 +236,7 @@ func startOnce(ctx context.Context, bin, name, region string, env []string, even
 		return s, nil
 	}
 	initError := func(body []byte) (sample, error) {
-		return s, fmt.Errorf("%s reported an init error: %s; output: %s", name, body, out)
+		return s, fmt.Errorf("%s reported an init error: %s; output: %s", name, body, output(out))
 	}
 	for {
 		select {
@@ -259,44 +260,25 @@ func startOnce(ctx context.Context, bin, name, region string, env []string, even
 			if !ready.IsZero() {
 				phase = "during its first invoke"
 			}
-			return s, fmt.Errorf("%s exited %s (%v); output: %s", name, phase, err, out)
+			return s, fmt.Errorf("%s exited %s (%v); output: %s", name, phase, err, output(out))
 		case <-timer.C:
 			phase := "ready"
 			if !ready.IsZero() {
 				phase = "answering its first invoke"
 			}
-			return s, fmt.Errorf("%s not %s after %v; output: %s", name, phase, timeout, out)
+			return s, fmt.Errorf("%s not %s after %v; output: %s", name, phase, timeout, output(out))
 		case <-ctx.Done():
 			return s, fmt.Errorf("%s: %w", name, ctx.Err())
 		}
 	}
 }
 
-// tail keeps the last max bytes written to it: a process's output, for
-// the error that reports its failure.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
+// output is a process's last output as an error reports it.
+func output(t *lambdaproc.Tail) string {
+	if s := t.String(); s != "" {
+		return s
 	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.buf) == 0 {
-		return "(none)"
-	}
-	return string(t.buf)
+	return "(none)"
 }
 
 // newTraceHeader is a sampled X-Ray trace header as Lambda hands it to a

@@ -43,7 +43,7 @@ var _ lambda.Handler = (*Handler)(nil)
 type process struct {
 	cmd     *exec.Cmd
 	started time.Time
-	out     *tail
+	out     *Tail
 	// exited is closed once the process is reaped; err is then cmd.Wait's
 	// error.
 	exited chan struct{}
@@ -228,7 +228,7 @@ func (h *Handler) start(ctx context.Context) (*process, error) {
 	argv := h.f.argv
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, h.f.dir()
-	p := &process{cmd: cmd, out: &tail{max: outputTailBytes}, exited: make(chan struct{})}
+	p := &process{cmd: cmd, out: NewTail(outputTailBytes), exited: make(chan struct{})}
 	var stdout, stderr *lineLogger
 	if h.f.out != nil {
 		w := io.MultiWriter(h.f.out, p.out)

@@ -71,15 +71,19 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// tail keeps the last max bytes written to it: a process's last output,
-// for the log record of its exit.
-type tail struct {
+// Tail keeps the last bytes written to it: a process's last output, for
+// the log record or the error that reports its end. It is safe for
+// concurrent use (a process's stdout and stderr at once).
+type Tail struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
 }
 
-func (t *tail) Write(p []byte) (int, error) {
+// NewTail keeps the last max bytes.
+func NewTail(max int) *Tail { return &Tail{max: max} }
+
+func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
@@ -89,7 +93,8 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tail) String() string {
+// String is the bytes kept.
+func (t *Tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)

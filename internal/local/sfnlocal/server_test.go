@@ -3,8 +3,8 @@ package sfnlocal
 import (
 	"context"
 	"errors"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
