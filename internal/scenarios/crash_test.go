@@ -26,18 +26,7 @@ const crashWindow = 20 * time.Second
 // in flight is lost, as with kill -9) between a transfer's debit and its
 // credit, and starts it again on the same DynamoDB tables.
 func TestCrash(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	ddb, err := ddblocal.Start(ctx, ddblocal.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ddb.Stop(); err != nil {
-			t.Errorf("stop DynamoDB Local: %v", err)
-		}
-	})
-	s := startSuiteWith(t, chaos.Options{TimeScale: faultTimeScale, DynamoDBEndpoint: ddb.Endpoint(),
+	s := startRestartableSuite(t, chaos.Options{TimeScale: faultTimeScale,
 		Parameters: map[string]string{"CompleteWithinSeconds": fmt.Sprint(int(crashWindow / time.Second))}})
 	for _, c := range []struct {
 		name string
@@ -107,4 +96,24 @@ func (sc *scenario) requestOf(rec idempotency.Record) transfer.Request {
 		sc.t.Fatalf("stored request of %s: %v", rec.ResourceID, err)
 	}
 	return req
+}
+
+// startRestartableSuite starts a suite whose stack can be restarted
+// (Harness.Restart): on a DynamoDB Local of its own, which outlives the
+// stack.
+func startRestartableSuite(t *testing.T, opts chaos.Options) *suite {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	ddb, err := ddblocal.Start(ctx, ddblocal.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ddb.Stop(); err != nil {
+			t.Errorf("stop DynamoDB Local: %v", err)
+		}
+	})
+	opts.DynamoDBEndpoint = ddb.Endpoint()
+	return startSuiteWith(t, opts)
 }

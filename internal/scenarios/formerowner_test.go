@@ -3,19 +3,15 @@
 package scenarios
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/chaos"
-	"github.com/exactlyonce/transfers/internal/local/ddblocal"
 	"github.com/exactlyonce/transfers/internal/local/fault"
 )
 
@@ -29,18 +25,7 @@ import (
 // (starting its next run, as a retry of a RESERVED record does); the
 // transfer completes under attempt 1, with the one debit and one credit.
 func TestRetryOfAResumedTransferByAFormerOwner(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	ddb, err := ddblocal.Start(ctx, ddblocal.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ddb.Stop(); err != nil {
-			t.Errorf("stop DynamoDB Local: %v", err)
-		}
-	})
-	s := startSuiteWith(t, chaos.Options{TimeScale: faultTimeScale, DynamoDBEndpoint: ddb.Endpoint()})
+	s := startRestartableSuite(t, chaos.Options{TimeScale: faultTimeScale})
 	sc := s.begin(t, "PLN")
 	src, dst := sc.open("fo.src", 1000), sc.open("fo.dst", 0)
 
