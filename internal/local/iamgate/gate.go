@@ -2,13 +2,13 @@ package iamgate
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -349,17 +349,13 @@ func refusal(req *http.Request, code, msg string) *http.Response {
 func (g *Gate) Handler(endpoint string, next http.RoundTripper) http.Handler {
 	rt := g.Transport(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		out := r.Clone(context.WithoutCancel(r.Context()))
-		out.RequestURI = ""
-		u := *r.URL
-		base := strings.TrimSuffix(endpoint, "/")
-		target, err := http.NewRequest(r.Method, base+u.RequestURI(), nil)
+		target, err := url.Parse(strings.TrimSuffix(endpoint, "/") + r.URL.RequestURI())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		out.URL, out.Host = target.URL, target.URL.Host
-		out = out.WithContext(r.Context())
+		out := r.Clone(r.Context())
+		out.RequestURI, out.URL, out.Host = "", target, target.Host
 		resp, err := rt.RoundTrip(out)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
