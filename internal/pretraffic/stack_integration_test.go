@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,9 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/exactlyonce/transfers/internal/api"
-	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/ledger"
-	"github.com/exactlyonce/transfers/internal/local/ddblocal"
 	"github.com/exactlyonce/transfers/internal/local/fault"
 	"github.com/exactlyonce/transfers/internal/local/stack"
 	"github.com/exactlyonce/transfers/internal/pretraffic"
@@ -79,7 +76,10 @@ func TestHookOnTheLocalStack(t *testing.T) {
 
 	// The hook as the template deploys it: its environment (the
 	// versions' ARNs) and its role, whose calls the stack checks.
-	hook := hookFunction(t)
+	hook := st.FunctionNames["PreTrafficHookFunction"]
+	if hook == "" {
+		t.Fatal("the stack has no PreTrafficHookFunction")
+	}
 	deploy := func() string {
 		return st.CodeDeploy.CreateDeployment("ServerlessDeploymentApplication", "OrchestratorFunctionDeploymentGroup").ID
 	}
@@ -193,29 +193,4 @@ func snapshot(t *testing.T, db *dynamodb.Client, tables map[string]string) map[s
 		}
 	}
 	return out
-}
-
-// hookFunction is the name of the template's PreTrafficHookFunction in
-// the local stack.
-func hookFunction(t *testing.T) string {
-	t.Helper()
-	root, err := ddblocal.ModuleRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := cfn.Load(filepath.Join(root, "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fns, err := tpl.Functions(cfn.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fns {
-		if f.LogicalID == "PreTrafficHookFunction" {
-			return f.Name
-		}
-	}
-	t.Fatal("template.yaml has no PreTrafficHookFunction")
-	return ""
 }

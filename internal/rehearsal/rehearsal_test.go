@@ -531,7 +531,7 @@ func preTraffic(r *run) error {
 	if err != nil {
 		return err
 	}
-	name := "CodeDeployHook_" + cfn.DefaultStackName + "-pretraffic"
+	name := r.h.Stack.FunctionNames["PreTrafficHookFunction"]
 	if _, fnErr, err := r.h.Stack.Functions.InvokeFunction(r.ctx, name, event); err != nil || fnErr != nil {
 		return fmt.Errorf("the hook: %v %v", err, fnErr)
 	}

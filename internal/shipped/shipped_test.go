@@ -24,7 +24,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
@@ -176,7 +175,7 @@ func TestShippedBootstraps(t *testing.T) {
 		// function's version and reports the outcome.
 		d := st.CodeDeploy.CreateDeployment("ServerlessDeploymentApplication", "OrchestratorFunctionDeploymentGroup")
 		event, _ := json.Marshal(map[string]string{"DeploymentId": d.ID, "LifecycleEventHookExecutionId": "shipped"})
-		if _, fnErr, err := st.Functions.InvokeFunction(ctx, hookName(t, fns), event); err != nil || fnErr != nil {
+		if _, fnErr, err := st.Functions.InvokeFunction(ctx, st.FunctionNames["PreTrafficHookFunction"], event); err != nil || fnErr != nil {
 			t.Fatalf("the hook: %v %v", err, fnErr)
 		}
 		if got, ok := st.CodeDeploy.Status("shipped"); !ok || got.Status != "Succeeded" {
@@ -435,32 +434,4 @@ func (b *syncBuffer) tail(n int) string {
 		s = s[len(s)-n:]
 	}
 	return string(s)
-}
-
-// hookName is the local name of the PreTraffic hook function, which the
-// template names (FunctionName).
-func hookName(t *testing.T, fns []function) string {
-	t.Helper()
-	if !slices.ContainsFunc(fns, func(f function) bool { return f.logicalID == "PreTrafficHookFunction" }) {
-		t.Fatal("the Makefile builds no PreTrafficHookFunction")
-	}
-	root, err := ddblocal.ModuleRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := cfn.Load(filepath.Join(root, "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := tpl.Functions(cfn.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range all {
-		if f.LogicalID == "PreTrafficHookFunction" {
-			return f.Name
-		}
-	}
-	t.Fatal("template.yaml has no PreTrafficHookFunction")
-	return ""
 }

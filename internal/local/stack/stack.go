@@ -152,6 +152,9 @@ type Stack struct {
 	Tables map[string]string
 	// StateMachines maps a state machine's logical ID to its ARN.
 	StateMachines map[string]string
+	// FunctionNames maps a function's logical ID to its name, which
+	// Functions invokes it by.
+	FunctionNames map[string]string
 	// AWS is a configuration whose clients reach the local endpoints.
 	AWS aws.Config
 	// SFN, Bus and Functions are the local runtime's parts.
@@ -204,7 +207,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st := &Stack{Tables: map[string]string{}, StateMachines: map[string]string{}, log: log}
+	st := &Stack{Tables: map[string]string{}, StateMachines: map[string]string{}, FunctionNames: map[string]string{}, log: log}
 	if err := st.start(ctx, opts); err != nil {
 		if cerr := st.Close(context.Background()); cerr != nil {
 			log.Error("stop after failed start", "error", cerr)
@@ -329,7 +332,7 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 	if err := st.createTables(ctx, runtimeAWS, tpl, env, opts); err != nil {
 		return err
 	}
-	names := map[string]string{}      // function logical ID -> name
+	names := st.FunctionNames         // function logical ID -> name
 	async := map[string]asyncConfig{} // function logical ID -> EventInvokeConfig
 	for _, f := range fns {
 		names[f.LogicalID] = f.Name
