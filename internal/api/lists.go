@@ -45,7 +45,7 @@ var (
 const (
 	posCreatedAt = "c"
 	posKey       = "k"
-	posPostedAt  = "p"
+	posSequence  = "q"
 	posSK        = "s"
 )
 
@@ -125,22 +125,26 @@ func (h *Handler) listTransfers(ctx context.Context, scope string, req events.AP
 }
 
 // listEntries answers a page of an account's entries, newest first: the
-// account's GetItem (its owner), then one Query of ByPostedAt. With
+// account's GetItem (its owner), then one Query of BySequence. With
 // ownership enforced, another caller's account is answered 404, as by
 // GET /accounts/{accountId}.
 func (h *Handler) listEntries(ctx context.Context, scope string, req events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
 	id := req.PathParameters["accountId"]
 	list := "entries\x00" + scope + "\x00" + id
-	limit, pos, err := h.pageQuery(req, list, posPostedAt, posSK)
+	limit, pos, err := h.pageQuery(req, list, posSequence, posSK)
 	if err != nil {
-		return problemResponse(problemFor(err), req.Path, nil)
-	}
-	if _, err := h.visibleAccount(ctx, scope, id); err != nil {
 		return problemResponse(problemFor(err), req.Path, nil)
 	}
 	var after *ledger.EntryPosition
 	if pos != nil {
-		after = &ledger.EntryPosition{PostedAt: pos[posPostedAt], SK: pos[posSK]}
+		seq, err := strconv.ParseInt(pos[posSequence], 10, 64)
+		if err != nil {
+			return problemResponse(problemFor(errCursor), req.Path, nil)
+		}
+		after = &ledger.EntryPosition{Sequence: seq, SK: pos[posSK]}
+	}
+	if _, err := h.visibleAccount(ctx, scope, id); err != nil {
+		return problemResponse(problemFor(err), req.Path, nil)
 	}
 	entries, next, err := h.accounts.EntriesPage(ctx, id, limit, after)
 	if err != nil {
@@ -149,7 +153,7 @@ func (h *Handler) listEntries(ctx context.Context, scope string, req events.APIG
 	}
 	page := EntryPage{Entries: entryViews(entries)}
 	if next != nil {
-		page.NextCursor = h.cfg.Cursors.Seal(list, map[string]string{posPostedAt: next.PostedAt, posSK: next.SK})
+		page.NextCursor = h.cfg.Cursors.Seal(list, map[string]string{posSequence: strconv.FormatInt(next.Sequence, 10), posSK: next.SK})
 	}
 	return jsonResponse(http.StatusOK, page, nil)
 }

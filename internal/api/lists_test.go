@@ -7,9 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/exactlyonce/transfers/idempotency"
 
 	"github.com/exactlyonce/transfers/internal/api"
 	"github.com/exactlyonce/transfers/internal/cursor"
@@ -181,5 +186,112 @@ func TestListsWithoutACursorKey(t *testing.T) {
 	conforms(t, req, resp)
 	if p := problemOf(t, resp); resp.StatusCode != http.StatusServiceUnavailable || p.Code != api.CodeUnavailable {
 		t.Fatalf("status %d problem %+v", resp.StatusCode, p)
+	}
+}
+
+// heldPut is a DynamoDB client whose first PutItem waits, once it is
+// ready to be sent, until the test lets it go: a reservation whose write
+// is slow, stamped before transfers that commit ahead of it.
+type heldPut struct {
+	*dynamodb.Client
+	sending, release chan struct{}
+	once             sync.Once
+}
+
+func (h *heldPut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	h.once.Do(func() {
+		close(h.sending)
+		<-h.release
+	})
+	return h.Client.PutItem(ctx, in, optFns...)
+}
+
+// syncOverlap is the overlap docs/api.md ("Lists and pagination") tells a
+// client syncing every transfer to read again.
+const syncOverlap = 60 * time.Second
+
+// syncTransfers reads the caller's transfers from the head, as docs/api.md
+// tells a client that syncs every transfer: page after page until a
+// transfer created more than syncOverlap before the newest one seen by the
+// previous sync (newest; "" on the first sync). It returns the ids not in
+// seen, adds them to it, and returns the newest createdAt now seen.
+// naive stops instead at the first transfer already seen.
+func syncTransfers(t *testing.T, e *env, seen map[string]bool, newest string, naive bool) ([]string, string) {
+	t.Helper()
+	var stop string
+	if newest != "" {
+		at, err := time.Parse(time.RFC3339Nano, newest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop = at.Add(-syncOverlap).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	var fresh []string
+	cursor := ""
+	for {
+		q := map[string][]string{"limit": {"2"}}
+		if cursor != "" {
+			q["cursor"] = []string{cursor}
+		}
+		page := transferPage(t, e.do(list(alice, "/transfers", "/transfers", nil, q)))
+		for _, tr := range page.Transfers {
+			if (naive && seen[tr.TransferID]) || (stop != "" && tr.CreatedAt < stop) {
+				return fresh, newest
+			}
+			if !seen[tr.TransferID] {
+				seen[tr.TransferID] = true
+				fresh = append(fresh, tr.TransferID)
+			}
+			if tr.CreatedAt > newest {
+				newest = tr.CreatedAt
+			}
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return fresh, newest
+		}
+	}
+}
+
+// A transfer whose reservation is stamped before others but stored after
+// them lands behind transfers a client already listed. The recipe of
+// docs/api.md (read back to the newest time seen less the overlap) finds
+// it; stopping at the first transfer already seen does not.
+func TestSyncRecipeFindsALateTransfer(t *testing.T) {
+	for _, naive := range []bool{false, true} {
+		t.Run(map[bool]string{false: "recipe", true: "until the first seen"}[naive], func(t *testing.T) {
+			e := newEnv(t)
+			for i := range 3 {
+				e.do(post(alice, fmt.Sprintf("k%d", i), body))
+			}
+			held := &heldPut{Client: e.db, sending: make(chan struct{}), release: make(chan struct{})}
+			slow := e.newHandler(e.sfn, idempotency.NewStore(held, e.table))
+			done := make(chan events.APIGatewayProxyResponse, 1)
+			go func() {
+				resp, err := slow.Handle(context.Background(), post(alice, "late", body))
+				if err != nil {
+					t.Error(err)
+				}
+				done <- resp
+			}()
+			<-held.sending
+			time.Sleep(2 * time.Millisecond) // createdAt has millisecond precision
+			e.do(post(alice, "k3", body))
+
+			seen := map[string]bool{}
+			first, newest := syncTransfers(t, e, seen, "", naive)
+			if len(first) != 4 {
+				t.Fatalf("first sync: %d transfers, want the 4 stored", len(first))
+			}
+			close(held.release)
+			late := transferOf(t, <-done)
+			if late.CreatedAt >= newest {
+				t.Fatalf("the late transfer was created at %s, not before %s: nothing to find", late.CreatedAt, newest)
+			}
+			fresh, _ := syncTransfers(t, e, seen, newest, naive)
+			found := len(fresh) == 1 && fresh[0] == late.TransferID
+			if found == naive {
+				t.Errorf("second sync found %v; the late transfer is %s", fresh, late.TransferID)
+			}
+		})
 	}
 }

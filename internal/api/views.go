@@ -53,6 +53,7 @@ type EntryView struct {
 	Amount                int64  `json:"amount"`
 	Currency              string `json:"currency"`
 	CounterpartyAccountID string `json:"counterpartyAccountId"`
+	Sequence              int64  `json:"sequence"`
 	PostedAt              string `json:"postedAt"`
 }
 
@@ -68,7 +69,8 @@ func entryViews(entries []ledger.Entry) []EntryView {
 	for _, e := range entries {
 		out = append(out, EntryView{
 			AccountID: e.AccountID, TransferID: e.TransferID, Leg: string(e.Kind), Amount: e.Amount,
-			Currency: e.Currency, CounterpartyAccountID: e.CounterpartyAccountID, PostedAt: stamp(e.PostedAt),
+			Currency: e.Currency, CounterpartyAccountID: e.CounterpartyAccountID, Sequence: e.Sequence,
+			PostedAt: stamp(e.PostedAt),
 		})
 	}
 	return out

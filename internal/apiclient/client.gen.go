@@ -1090,8 +1090,11 @@ type Entry struct {
 	//
 	//
 	// Example: 2026-05-04T09:08:07.654Z
-	PostedAt   Timestamp `json:"postedAt"`
-	TransferId string    `json:"transferId"`
+	PostedAt Timestamp `json:"postedAt"`
+
+	// Sequence The entry's place among the account's entries: 1 for its first entry, then one more for each. It is the account's version once the entry posted, so an account at version n has exactly the entries 1 to n, in the order they committed. Entries are listed by it, newest first.
+	Sequence   int64  `json:"sequence"`
+	TransferId string `json:"transferId"`
 }
 
 // EntryLeg defines model for Entry.Leg.

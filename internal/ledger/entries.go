@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -11,21 +12,22 @@ import (
 )
 
 // EntryPosition is where a page of an account's entries ends: the last
-// entry's ByPostedAt sort key (its time, transfer and leg: unique within
-// the account) and table sort key. The next page starts after it.
+// entry's Sequence (the BySequence sort key) and table sort key. The next
+// page starts after it.
 type EntryPosition struct {
-	PostedAt string
+	Sequence int64
 	SK       string
 }
 
 // EntriesPage returns up to limit (1..MaxRecentEntries) of the account's
 // entries, newest first, after position after (nil: from the newest),
 // and the position of the last one returned when more follow (nil
-// otherwise). It reads the ByPostedAt index with strong consistency. An
-// entry keeps its place (postedAt never changes), but postedAt is stamped
-// before the leg's transaction is sent: an entry whose transaction was
-// slow can commit behind entries already paged past, so a reader that
-// must see every entry re-reads the head with an overlap (docs/api.md).
+// otherwise). It reads the BySequence index with strong consistency.
+// Entries are ordered by Sequence, which the transaction that posts an
+// entry assigns: an entry that commits while a client pages lands above
+// every entry committed before it, so pages never repeat or skip one,
+// and a client that follows the account from the head until the first
+// entry it has seen misses none, however slow a leg's commit.
 func (l *Ledger) EntriesPage(ctx context.Context, accountID string, limit int, after *EntryPosition) ([]Entry, *EntryPosition, error) {
 	if err := checkID("AccountID", accountID, maxIDBytes); err != nil {
 		return nil, nil, fmt.Errorf("entries of %s: %w", accountID, err)
@@ -42,7 +44,7 @@ func (l *Ledger) EntriesPage(ctx context.Context, accountID string, limit int, a
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(l.ledger),
-		IndexName:                 aws.String(indexByPosted),
+		IndexName:                 aws.String(indexBySeq),
 		KeyConditionExpression:    expr.KeyCondition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
@@ -53,7 +55,7 @@ func (l *Ledger) EntriesPage(ctx context.Context, accountID string, limit int, a
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
 			attrPK:       &types.AttributeValueMemberS{Value: accountPK(accountID)},
 			attrSK:       &types.AttributeValueMemberS{Value: after.SK},
-			attrPostedAt: &types.AttributeValueMemberS{Value: after.PostedAt},
+			attrSequence: &types.AttributeValueMemberN{Value: strconv.FormatInt(after.Sequence, 10)},
 		}
 	}
 	// One more than the page, to know whether another page follows.
@@ -73,7 +75,7 @@ func (l *Ledger) EntriesPage(ctx context.Context, accountID string, limit int, a
 				return nil, nil, fmt.Errorf("entries of %s: %w", accountID, err)
 			}
 			entries = append(entries, e)
-			positions = append(positions, EntryPosition{PostedAt: stringAttr(item, attrPostedAt), SK: stringAttr(item, attrSK)})
+			positions = append(positions, EntryPosition{Sequence: e.Sequence, SK: stringAttr(item, attrSK)})
 		}
 		if len(entries) > limit {
 			return entries[:limit], &positions[limit-1], nil

@@ -9,7 +9,7 @@ import (
 // Post does when TransactWriteItems returns err, so tests can feed it
 // cancellation reasons that DynamoDB Local never produces.
 func (l *Ledger) Resolve(ctx context.Context, leg Leg, err error) (Entry, error) {
-	p, perr := l.plan(leg)
+	p, perr := l.plan(leg, 0)
 	if perr != nil {
 		return Entry{}, perr
 	}

@@ -3,7 +3,8 @@
 //
 // A leg (DEBIT, CREDIT or REFUND) is one TransactWriteItems that checks the
 // transfer's idempotency record (the fence), puts the leg's entry if it does
-// not exist yet, and moves the account balance. A retried leg whose entry
+// not exist yet, numbered with the account's next version, and moves the
+// account balance and version. A retried leg whose entry
 // exists reports the stored entry and moves nothing, so the leg workers can
 // be retried freely.
 package ledger

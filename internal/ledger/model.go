@@ -193,10 +193,15 @@ type Entry struct {
 	TransferID string `json:"transferId"`
 	Kind       Kind   `json:"leg"`
 	// Amount is signed: negative for DEBIT, positive for CREDIT and REFUND.
-	Amount                int64     `json:"amount"`
-	Currency              string    `json:"currency"`
-	CounterpartyAccountID string    `json:"counterpartyAccountId"`
-	PostedAt              time.Time `json:"postedAt"`
+	Amount                int64  `json:"amount"`
+	Currency              string `json:"currency"`
+	CounterpartyAccountID string `json:"counterpartyAccountId"`
+	// Sequence is the entry's place among the account's entries: the
+	// account's Version once the entry's leg committed. It is assigned in
+	// the transaction that posts the entry, so the entries of an account
+	// are numbered 1, 2, ... Version without a gap, in commit order.
+	Sequence int64     `json:"sequence"`
+	PostedAt time.Time `json:"postedAt"`
 	// Reason and Detail: why a REFUND was posted (Leg.Reason); not shown
 	// to callers.
 	Reason string `json:"-"`
@@ -228,30 +233,28 @@ type Account struct {
 
 // Attribute names and key layout of LedgerTable.
 const (
-	attrPK        = "pk"
-	attrSK        = "sk"
-	attrCurrency  = "currency"
-	attrOwner     = "owner"
-	attrBalance   = "balance"
-	attrHeld      = "held"
-	attrCeiling   = "ceiling"
-	attrStatus    = "status"
-	attrVersion   = "version"
-	attrAmount    = "amount"
-	attrCounter   = "counterpartyAccountId"
-	attrPostedAt  = "postedAt"
-	attrVoided    = "voided"
-	indexByPosted = "ByPostedAt"
+	attrPK       = "pk"
+	attrSK       = "sk"
+	attrCurrency = "currency"
+	attrOwner    = "owner"
+	attrBalance  = "balance"
+	attrHeld     = "held"
+	attrCeiling  = "ceiling"
+	attrStatus   = "status"
+	attrVersion  = "version"
+	attrAmount   = "amount"
+	attrCounter  = "counterpartyAccountId"
+	attrSequence = "seq"
+	attrVoided   = "voided"
+	indexBySeq   = "BySequence"
 
 	accountPrefix = "ACCOUNT#"
 	accountSK     = "ACCOUNT"
 	legPrefix     = "LEG#"
 )
 
-// postedAtLayout is RFC 3339 with a fixed nine-digit fraction, UTC. A
-// fixed width keeps the lexical order of postedAt equal to time order
-// (time.RFC3339Nano trims trailing zeros, which would not).
-const postedAtLayout = "2006-01-02T15:04:05.000000000Z07:00"
+// postedAtLayout is RFC 3339 with nanoseconds, UTC.
+const postedAtLayout = time.RFC3339Nano
 
 // createdAtLayout is RFC 3339 with milliseconds, UTC.
 const createdAtLayout = "2006-01-02T15:04:05.000Z07:00"
@@ -307,9 +310,9 @@ type entryItem struct {
 	Amount                int64  `dynamodbav:"amount"`
 	Currency              string `dynamodbav:"currency"`
 	CounterpartyAccountID string `dynamodbav:"counterpartyAccountId"`
-	// PostedAt is the time, then "#" transferId "#" leg: the sort key of
-	// ByPostedAt, ordered by time and unique within the account. A void
+	// Seq is the entry's Sequence: the sort key of BySequence. A void
 	// marker has none, so it stays out of the index.
+	Seq      int64  `dynamodbav:"seq,omitempty"`
 	PostedAt string `dynamodbav:"postedAt,omitempty"`
 	// Voided marks a void marker (see Ledger.Void): the slot of a leg
 	// whose rejection was made final. It moves no money (Amount 0) and
@@ -320,7 +323,9 @@ type entryItem struct {
 	Detail string `dynamodbav:"detail,omitempty"`
 }
 
-func newEntryItem(l Leg, now time.Time) entryItem {
+// newEntryItem is the leg's entry, posted at now onto an account whose
+// version is version before the leg.
+func newEntryItem(l Leg, now time.Time, version int64) entryItem {
 	return entryItem{
 		PK:                    accountPK(l.AccountID),
 		SK:                    entrySK(l.TransferID, l.Kind),
@@ -330,15 +335,15 @@ func newEntryItem(l Leg, now time.Time) entryItem {
 		Amount:                l.signed(),
 		Currency:              l.Currency,
 		CounterpartyAccountID: l.CounterpartyAccountID,
-		PostedAt:              now.UTC().Format(postedAtLayout) + "#" + l.TransferID + "#" + string(l.Kind),
+		Seq:                   version + 1,
+		PostedAt:              now.UTC().Format(postedAtLayout),
 		Reason:                l.Reason,
 		Detail:                l.Detail,
 	}
 }
 
 func (it entryItem) entry() (Entry, error) {
-	ts, _, _ := strings.Cut(it.PostedAt, "#")
-	posted, err := time.Parse(time.RFC3339Nano, ts)
+	posted, err := time.Parse(time.RFC3339Nano, it.PostedAt)
 	if err != nil {
 		return Entry{}, fmt.Errorf("entry %s/%s: postedAt %q: %w", it.PK, it.SK, it.PostedAt, err)
 	}
@@ -349,6 +354,7 @@ func (it entryItem) entry() (Entry, error) {
 		Amount:                it.Amount,
 		Currency:              it.Currency,
 		CounterpartyAccountID: it.CounterpartyAccountID,
+		Sequence:              it.Seq,
 		PostedAt:              posted,
 		Reason:                it.Reason,
 		Detail:                it.Detail,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -34,23 +36,26 @@ const (
 	codeConditionalCheckFailed = "ConditionalCheckFailed"
 )
 
-// plan is one leg's transaction.
+// plan is one leg's transaction, on the account at version.
 type plan struct {
-	leg   Leg
-	entry entryItem
-	items []types.TransactWriteItem
+	leg     Leg
+	version int64
+	entry   entryItem
+	items   []types.TransactWriteItem
 }
 
-// Post posts one leg with exactly one TransactWriteItems:
+// Post posts one leg: it reads the account's version (a strongly
+// consistent GetItem), then sends one TransactWriteItems:
 //
 //   - the idempotency record {pk: RecordKey} has resourceId = TransferID,
 //     the leg's accounts, amount and currency (RecordAttributes), the
 //     leg's Attempt as its current attempt, for a leg with an Owner the
 //     scope Owner, and status IN_PROGRESS (IN_PROGRESS or RECONCILING for
 //     a REFUND, which the reaper drives after fencing the record);
-//   - the entry (account, transfer, leg) is put if it does not exist;
+//   - the entry (account, transfer, leg) is put if it does not exist, its
+//     Sequence the version read plus one;
 //   - the account's balance moves by the signed amount and its version by
-//     one, if it exists, is OPEN, is in the leg's currency, for a DEBIT
+//     one, if its version is the one read, it exists, is OPEN, is in the leg's currency, for a DEBIT
 //     with an Owner belongs to Owner and, for a DEBIT, holds at least the
 //     amount;
 //   - the amount held for debits in flight follows (Account.Held): a
@@ -67,9 +72,12 @@ type plan struct {
 // A leg whose entry already exists returns the stored entry with Replayed
 // set, whatever else changed since: the leg committed once and moves
 // nothing again. A leg whose slot holds a void marker (Void) returns a
-// *VoidedError: an attempt of it was rejected for good. Otherwise a failed condition is reported as the matching
-// sentinel (see errors.go) and nothing is written. Errors are wrapped as
-// "<leg> <transferId>: ...".
+// *VoidedError: an attempt of it was rejected for good. A leg that lost
+// the race for the account's version to another leg of the account is
+// sent again at the new version (up to maxVersionTries transactions, then
+// ErrUnavailable). Otherwise a failed condition is reported as the
+// matching sentinel (see errors.go) and nothing is written. Errors are
+// wrapped as "<leg> <transferId>: ...".
 func (l *Ledger) Post(ctx context.Context, leg Leg) (Entry, error) {
 	e, err := l.post(ctx, leg)
 	if err != nil {
@@ -82,25 +90,87 @@ func (l *Ledger) post(ctx context.Context, leg Leg) (Entry, error) {
 	if err := leg.Validate(); err != nil {
 		return Entry{}, err
 	}
-	p, err := l.plan(leg)
+	version, err := l.accountVersion(ctx, leg.AccountID)
 	if err != nil {
 		return Entry{}, err
 	}
-	_, err = l.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: p.items})
-	if err != nil {
-		return l.resolve(ctx, p, err)
+	for try := 1; ; try++ {
+		p, err := l.plan(leg, version)
+		if err != nil {
+			return Entry{}, err
+		}
+		_, err = l.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: p.items})
+		if err == nil {
+			e, err := p.entry.entry()
+			if err != nil {
+				// The entry was built here from a validated leg and a
+				// clock; it always parses.
+				return Entry{}, unavailable(err)
+			}
+			return e, nil
+		}
+		e, err := l.resolve(ctx, p, err)
+		var moved *versionMovedError
+		if !errors.As(err, &moved) || try == maxVersionTries {
+			return e, err
+		}
+		// Another leg of the account committed first: take the next
+		// place (the version the cancellation reason returned).
+		version = moved.current
+		if err := pause(ctx, try); err != nil {
+			return Entry{}, unavailable(err)
+		}
 	}
-	e, err := p.entry.entry()
-	if err != nil {
-		// The entry was built here from a validated leg and a clock;
-		// it always parses.
-		return Entry{}, unavailable(err)
-	}
-	return e, nil
 }
 
-func (l *Ledger) plan(leg Leg) (plan, error) {
-	p := plan{leg: leg, entry: newEntryItem(leg, l.now())}
+// maxVersionTries bounds the transactions one Post sends while other legs
+// of the same account keep committing first; then it reports
+// ErrUnavailable and the caller retries later.
+const maxVersionTries = 8
+
+// pause waits a little longer after each lost race, with jitter, so that
+// legs contending for one account spread out.
+func pause(ctx context.Context, try int) error {
+	d := time.Duration(1+rand.IntN(5<<try)) * time.Millisecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// accountVersion reads the account's version with a strongly consistent
+// read: the leg's entry takes the next one (Entry.Sequence). A missing
+// account reads as 0; its leg's transaction then reports why.
+func (l *Ledger) accountVersion(ctx context.Context, accountID string) (int64, error) {
+	proj, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(attrVersion))).Build()
+	if err != nil {
+		return 0, fmt.Errorf("build version projection: %w", err)
+	}
+	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(l.ledger),
+		Key:                      key(accountPK(accountID), accountSK),
+		ProjectionExpression:     proj.Projection(),
+		ExpressionAttributeNames: proj.Names(),
+		ConsistentRead:           aws.Bool(true),
+	})
+	if err != nil {
+		return 0, unavailable(fmt.Errorf("read the version of account %s: %w", accountID, err))
+	}
+	var it struct {
+		Version int64 `dynamodbav:"version"`
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return 0, unavailable(fmt.Errorf("decode the version of account %s: %w", accountID, err))
+	}
+	return it.Version, nil
+}
+
+func (l *Ledger) plan(leg Leg, version int64) (plan, error) {
+	p := plan{leg: leg, version: version, entry: newEntryItem(leg, l.now(), version)}
 
 	fence, err := l.fenceCheck(leg)
 	if err != nil {
@@ -110,7 +180,7 @@ func (l *Ledger) plan(leg Leg) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	update, err := l.accountUpdate(leg)
+	update, err := l.accountUpdate(leg, version)
 	if err != nil {
 		return plan{}, err
 	}
@@ -204,11 +274,14 @@ func (l *Ledger) entryPut(it entryItem) (types.TransactWriteItem, error) {
 	}}, nil
 }
 
-// accountUpdate moves the balance; ALL_OLD returns the account as it was
-// when the condition failed, from which the business error is decided.
-func (l *Ledger) accountUpdate(leg Leg) (types.TransactWriteItem, error) {
+// accountUpdate moves the balance and the version, if the version is
+// still version (the entry's Sequence is the next); ALL_OLD returns the
+// account as it was when the condition failed, from which the business
+// error is decided.
+func (l *Ledger) accountUpdate(leg Leg, version int64) (types.TransactWriteItem, error) {
 	cond := expression.AttributeExists(expression.Name(attrPK)).And(
-		expression.Name(attrCurrency).Equal(expression.Value(leg.Currency)))
+		expression.Name(attrCurrency).Equal(expression.Value(leg.Currency)),
+		expression.Name(attrVersion).Equal(expression.Value(version)))
 	if leg.Kind != Refund {
 		// A refund returns money to where it came from, so closing an
 		// account never strands a transfer's debit in flight.
@@ -347,7 +420,7 @@ func (l *Ledger) resolve(ctx context.Context, p plan, err error) (Entry, error) 
 	// confirm with a strongly consistent read before reporting a failure
 	// for a leg that may in fact have committed (a retried debit whose
 	// first attempt drained the balance, say). Failures only: the success
-	// path stays one call.
+	// path stays one read and one transaction.
 	e, found, rerr := l.getEntry(ctx, p.entry.PK, p.entry.SK)
 	switch {
 	case rerr != nil:
@@ -429,7 +502,7 @@ func (p plan) conditionFailure(reasons []types.CancellationReason) error {
 		}
 		return ErrAlreadyCredited
 	case failed(idxAccount):
-		return accountError(p.leg, reasons[idxAccount].Item)
+		return accountError(p.leg, p.version, reasons[idxAccount].Item)
 	case failed(idxRelease):
 		// The ledger never deletes an account, so the source of a debit
 		// is always there to release.
@@ -486,8 +559,8 @@ func debitError(leg Leg, item map[string]types.AttributeValue) error {
 // accountError decides why the account update's condition failed from the
 // account as it was (ALL_OLD). For a credit with a Caller, a refusal on an
 // account that is not the caller's is ErrDestinationUnavailable.
-func accountError(leg Leg, item map[string]types.AttributeValue) error {
-	err := ruleError(leg, item)
+func accountError(leg Leg, version int64, item map[string]types.AttributeValue) error {
+	err := ruleError(leg, version, item)
 	if leg.Caller == "" || !IsBusiness(err) {
 		return err
 	}
@@ -505,8 +578,10 @@ func accountError(leg Leg, item map[string]types.AttributeValue) error {
 	return fmt.Errorf("account %s: %w (%s)", leg.AccountID, ErrDestinationUnavailable, err.Error())
 }
 
-// ruleError is the business rule the account (ALL_OLD) breaks.
-func ruleError(leg Leg, item map[string]types.AttributeValue) error {
+// ruleError is the business rule the account (ALL_OLD) breaks, or a
+// *versionMovedError when it breaks none but another leg moved its
+// version since it was read.
+func ruleError(leg Leg, version int64, item map[string]types.AttributeValue) error {
 	if len(item) == 0 {
 		if leg.Owner != "" {
 			// Whether another caller's account exists is not the
@@ -532,8 +607,22 @@ func ruleError(leg Leg, item map[string]types.AttributeValue) error {
 		return fmt.Errorf("account %s: %w", leg.AccountID, ErrInsufficientFunds)
 	case leg.Kind == Credit && it.Ceiling > math.MaxInt64-leg.Amount:
 		return fmt.Errorf("account %s: %w: it holds %d, and %d in flight may come back to it", leg.AccountID, ErrBalanceLimit, it.Balance, it.Held)
+	case it.Version != version:
+		return unavailable(&versionMovedError{account: leg.AccountID, read: version, current: it.Version})
 	}
 	return unavailable(fmt.Errorf("account %s: update condition failed on an account that allows the posting", leg.AccountID))
+}
+
+// versionMovedError: the account's version moved between the read and the
+// leg's transaction (another leg of the account committed in between).
+// Post tries again at the current version.
+type versionMovedError struct {
+	account       string
+	read, current int64
+}
+
+func (e *versionMovedError) Error() string {
+	return fmt.Sprintf("account %s: version %d read, %d now: another leg committed first", e.account, e.read, e.current)
 }
 
 func reasonCode(r types.CancellationReason) string {

@@ -62,10 +62,12 @@ func TestPostCommitsOnce(t *testing.T) {
 		wantSrc, wantDst int64
 		wantAmount       int64
 		wantVersions     [2]int64
+		// wantSequence: the posted account's version after the leg.
+		wantSequence int64
 	}{
-		{name: "debit", kind: ledger.Debit, wantSrc: 700, wantDst: 50, wantAmount: -300, wantVersions: [2]int64{1, 0}},
-		{name: "credit after debit", prior: []ledger.Kind{ledger.Debit}, kind: ledger.Credit, wantSrc: 700, wantDst: 350, wantAmount: 300, wantVersions: [2]int64{1, 1}},
-		{name: "refund after debit", prior: []ledger.Kind{ledger.Debit}, kind: ledger.Refund, wantSrc: 1000, wantDst: 50, wantAmount: 300, wantVersions: [2]int64{2, 0}},
+		{name: "debit", kind: ledger.Debit, wantSrc: 700, wantDst: 50, wantAmount: -300, wantVersions: [2]int64{1, 0}, wantSequence: 1},
+		{name: "credit after debit", prior: []ledger.Kind{ledger.Debit}, kind: ledger.Credit, wantSrc: 700, wantDst: 350, wantAmount: 300, wantVersions: [2]int64{1, 1}, wantSequence: 1},
+		{name: "refund after debit", prior: []ledger.Kind{ledger.Debit}, kind: ledger.Refund, wantSrc: 1000, wantDst: 50, wantAmount: 300, wantVersions: [2]int64{2, 0}, wantSequence: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,6 +90,7 @@ func TestPostCommitsOnce(t *testing.T) {
 				Amount:                tc.wantAmount,
 				Currency:              "USD",
 				CounterpartyAccountID: leg.CounterpartyAccountID,
+				Sequence:              tc.wantSequence,
 				PostedAt:              got.PostedAt,
 			}
 			if !sameEntry(got, want) || got.Replayed {
@@ -569,22 +572,21 @@ func TestPostUnavailable(t *testing.T) {
 	}
 }
 
-func TestPostedAtOrder(t *testing.T) {
+// Entries are listed in the order their legs committed, numbered 1, 2,
+// ... whatever the clocks that stamped them said: here each leg's clock is
+// earlier than the one before.
+func TestEntriesFollowCommitOrder(t *testing.T) {
 	env := ledgertest.New(t)
-	// 100 ms, then 120 ms, then 1 s past the second: with trailing zeros
-	// trimmed (".1Z" > ".12Z") the first two would sort the wrong way.
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	times := []time.Time{base.Add(100 * time.Millisecond), base.Add(120 * time.Millisecond), base.Add(time.Second)}
 	var (
 		mu   sync.Mutex
-		next int
+		tick int
 	)
 	clock := func() time.Time {
 		mu.Lock()
 		defer mu.Unlock()
-		tm := times[next%len(times)]
-		next++
-		return tm
+		tick++
+		return base.Add(-time.Duration(tick) * time.Second)
 	}
 	l, err := ledger.New(env.Client, ledger.Config{LedgerTable: env.LedgerTable, IdempotencyTable: env.IdempotencyTable, Now: clock})
 	if err != nil {
@@ -593,7 +595,7 @@ func TestPostedAtOrder(t *testing.T) {
 	src := ledgertest.ID("src")
 	env.OpenAccount(t, src, "USD", 1000)
 	var posted []ledger.Entry
-	for range times {
+	for i := range 3 {
 		dst := ledgertest.ID("dst")
 		env.OpenAccount(t, dst, "USD", 0)
 		tr := env.NewTransfer(t, src, dst, 10, "USD")
@@ -601,12 +603,10 @@ func TestPostedAtOrder(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Post: %v", err)
 		}
-		posted = append(posted, e)
-	}
-	for i, e := range posted {
-		if !e.PostedAt.Equal(times[i]) {
-			t.Errorf("entry %d PostedAt = %v, want %v", i, e.PostedAt, times[i])
+		if e.Sequence != int64(i+1) {
+			t.Errorf("entry %d: Sequence = %d, want %d", i, e.Sequence, i+1)
 		}
+		posted = append(posted, e)
 	}
 	recent, err := env.Ledger.RecentEntries(context.Background(), src, 10)
 	if err != nil {
@@ -619,5 +619,47 @@ func TestPostedAtOrder(t *testing.T) {
 		if want := posted[len(posted)-1-i]; !sameEntry(recent[i], want) {
 			t.Errorf("RecentEntries[%d] = %+v, want %+v", i, recent[i], want)
 		}
+	}
+}
+
+// Legs of one account posted at once all commit, each once, and take the
+// sequences 1 to n between them: a leg that loses the race for the
+// account's version takes the next one.
+func TestConcurrentLegsTakeDistinctSequences(t *testing.T) {
+	env := ledgertest.New(t)
+	src := ledgertest.ID("src")
+	const n = 12
+	env.OpenAccount(t, src, "USD", 1000)
+	legs := make([]ledger.Leg, n)
+	for i := range legs {
+		dst := ledgertest.ID("dst")
+		env.OpenAccount(t, dst, "USD", 0)
+		legs[i] = env.NewTransfer(t, src, dst, 10, "USD").Leg(ledger.Debit)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, leg := range legs {
+		wg.Go(func() { _, errs[i] = settle(context.Background(), env.Ledger, leg) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("leg %d: %v", i, err)
+		}
+	}
+	entries, err := env.Ledger.RecentEntries(context.Background(), src, ledger.MaxRecentEntries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != n {
+		t.Fatalf("%d entries, want %d", len(entries), n)
+	}
+	for i, e := range entries {
+		if want := int64(n - i); e.Sequence != want {
+			t.Errorf("entries[%d].Sequence = %d, want %d", i, e.Sequence, want)
+		}
+	}
+	if a := env.Account(t, src); a.Balance != 1000-10*n || a.Version != n {
+		t.Errorf("source: balance %d, version %d; want %d, %d", a.Balance, a.Version, 1000-10*n, n)
 	}
 }

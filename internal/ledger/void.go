@@ -59,8 +59,8 @@ func (l *Ledger) void(ctx context.Context, leg Leg, reason, detail string) (Void
 	if reason == "" {
 		return VoidResult{}, invalid("Reason", "must not be empty")
 	}
-	marker := newEntryItem(leg, l.now())
-	marker.Amount, marker.PostedAt = 0, ""
+	marker := newEntryItem(leg, l.now(), 0)
+	marker.Amount, marker.Seq, marker.PostedAt = 0, 0, ""
 	marker.Voided, marker.Reason, marker.Detail = true, reason, detail
 	fence, err := l.fenceCheck(leg)
 	if err != nil {
