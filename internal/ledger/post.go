@@ -115,23 +115,33 @@ func (l *Ledger) post(ctx context.Context, leg Leg) (Entry, error) {
 			return e, err
 		}
 		// Another leg of the account committed first: take the next
-		// place (the version the cancellation reason returned).
+		// place (the version the cancellation reason returned) at once,
+		// before another leg moves it again; only a leg that keeps
+		// losing pauses, so that contending legs spread out.
 		version = moved.current
-		if err := pause(ctx, try); err != nil {
-			return Entry{}, unavailable(err)
+		if try >= versionTriesBeforePause {
+			if err := pause(ctx, try-versionTriesBeforePause); err != nil {
+				return Entry{}, unavailable(err)
+			}
 		}
 	}
 }
 
 // maxVersionTries bounds the transactions one Post sends while other legs
 // of the same account keep committing first; then it reports
-// ErrUnavailable and the caller retries later.
-const maxVersionTries = 8
+// ErrUnavailable and the caller retries later. The first
+// versionTriesBeforePause tries follow each other at once.
+const (
+	maxVersionTries         = 20
+	versionTriesBeforePause = 3
+	maxVersionPauseMillis   = 50
+)
 
-// pause waits a little longer after each lost race, with jitter, so that
-// legs contending for one account spread out.
-func pause(ctx context.Context, try int) error {
-	d := time.Duration(1+rand.IntN(5<<try)) * time.Millisecond
+// pause waits a little longer after each further lost race (n = 0, 1,
+// ...), with jitter and at most maxVersionPauseMillis, so that legs that
+// keep contending for one account spread out.
+func pause(ctx context.Context, n int) error {
+	d := time.Duration(1+rand.IntN(min(2<<n, maxVersionPauseMillis))) * time.Millisecond
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -412,6 +422,12 @@ func (l *Ledger) resolve(ctx context.Context, p plan, err error) (Entry, error) 
 	cause := p.conditionFailure(reasons)
 	if cause == nil {
 		return Entry{}, unavailable(fmt.Errorf("transaction cancelled without a failed condition: %w", err))
+	}
+	var moved *versionMovedError
+	if errors.As(cause, &moved) {
+		// Post sends the leg again at the new version; an entry that
+		// exists then fails that transaction's entry condition.
+		return Entry{}, cause
 	}
 
 	// DynamoDB reports a reason per item but does not promise to evaluate

@@ -220,7 +220,9 @@ func TestCaptureRecordsTheTransfersOperationsInOrder(t *testing.T) {
 		// remember it) and by the debit.
 		{"OrchestratorFunction", "PutItem"},
 		{ByWorkflow, "UpdateItem"}, // MarkInProgress
+		{"DebitFunction", "GetItem"}, // the source's version: the entry's sequence
 		{"DebitFunction", "TransactWriteItems(ConditionCheck, Put, Update)"},
+		{"CreditFunction", "GetItem"},
 		{"CreditFunction", "TransactWriteItems(ConditionCheck, Put, Update, ConditionCheck, ConditionCheck, Update)"}, // its last Update releases the source's held amount
 		{ByWorkflow, "UpdateItem"}, // MarkCompleted
 	}
@@ -231,20 +233,21 @@ func TestCaptureRecordsTheTransfersOperationsInOrder(t *testing.T) {
 		t.Errorf("mix identifiers: transfer %q, record %q (key %q), pair %v", mix.TransferID, mix.RecordKey, mix.Key, mix.Pair)
 	}
 	for i, o := range mix.Ops {
-		if !strings.Contains(string(o.Body), mix.RecordKey) {
+		read := o.Operation == "GetItem" && strings.Contains(string(o.Body), `"version"`)
+		if !read && !strings.Contains(string(o.Body), mix.RecordKey) {
 			t.Errorf("operation %d does not name the record: %s", i+1, o.Body)
 		}
 	}
 	// The workflow's updates: the first takes the record IN_PROGRESS, the
 	// last makes it COMPLETED.
-	first, last := mix.Ops[1].Body, mix.Ops[4].Body
+	first, last := mix.Ops[1].Body, mix.Ops[6].Body
 	if _, _, terminal := terminalUpdate(first); terminal || !strings.Contains(string(first), `"IN_PROGRESS"`) {
 		t.Errorf("first workflow update is not MarkInProgress: %s", first)
 	}
 	if key, status, ok := terminalUpdate(last); !ok || key != mix.RecordKey || status != idempotency.StatusCompleted {
 		t.Errorf("last workflow update: %q %q %v, want %s COMPLETED", key, status, ok, mix.RecordKey)
 	}
-	if got := mix.Kinds(); got["UpdateItem"] != 2 || len(got) != 4 {
+	if got := mix.Kinds(); got["UpdateItem"] != 2 || got["GetItem"] != 2 || len(got) != 5 {
 		t.Errorf("kinds %v", got)
 	}
 }
@@ -302,10 +305,11 @@ func TestReplayCountsConditionFailures(t *testing.T) {
 		{
 			// The captured record key, not a new one: the reservation
 			// finds the key taken, and the rest of the pass finds the
-			// record COMPLETED, not what each step expects.
+			// record COMPLETED, not what each step expects. The reads
+			// of the accounts' versions have no condition.
 			name:        "record key not rewritten",
 			spoil:       func(m *Mix) { m.RecordKey = "not-in-any-request" },
-			wantPerPass: len(mix.Ops),
+			wantPerPass: len(mix.Ops) - mix.Kinds()["GetItem"],
 		},
 		{
 			// A new record, but the captured transfer id: the legs'

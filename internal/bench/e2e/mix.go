@@ -89,14 +89,40 @@ func (m Mix) String() string {
 }
 
 // recording collects the operations of one transfer: those whose body
-// names its record.
+// names its record, and the reads of its accounts' versions (each leg
+// reads its account's version first).
 type recording struct {
 	recordKey []byte
-	mu        sync.Mutex
-	ops       []Op
+	// accounts are the pks of the pair's account items, as a request
+	// names them.
+	accounts [][]byte
+	mu       sync.Mutex
+	ops      []Op
 }
 
-func (r *recording) wants(body []byte) bool { return bytes.Contains(body, r.recordKey) }
+func newRecording(recordKey string, p Pair) *recording {
+	r := &recording{recordKey: []byte(recordKey)}
+	for _, id := range []string{p.Source, p.Destination} {
+		r.accounts = append(r.accounts, []byte(`{"S":"ACCOUNT#`+id+`"}`))
+	}
+	return r
+}
+
+func (r *recording) wants(body []byte) bool {
+	if bytes.Contains(body, r.recordKey) {
+		return true
+	}
+	if bytes.Contains(body, []byte(`"TransactItems"`)) || !bytes.Contains(body, []byte(`{"S":"ACCOUNT"}`)) ||
+		!bytes.Contains(body, []byte(`"version"`)) {
+		return false
+	}
+	for _, pk := range r.accounts {
+		if bytes.Contains(body, pk) {
+			return true
+		}
+	}
+	return false
+}
 
 func (r *recording) add(o Op) {
 	r.mu.Lock()
@@ -117,7 +143,8 @@ type CaptureConfig struct {
 
 // Capture runs one transfer through the REST API, alone, and returns the
 // DynamoDB operations it cost, in order: the functions' SDK calls and the
-// workflow's integration calls that name its record. Calls that are not
+// workflow's integration calls that name its record, and the legs' reads
+// of their accounts' versions. Calls that are not
 // DynamoDB's (the orchestrator's StartExecution) are not part of it.
 // Each operation is recorded once, as serialized before the SDK's
 // retries; a retried attempt does not appear twice. The transfer must end
@@ -131,7 +158,7 @@ func (p *Probe) Capture(ctx context.Context, st *stack.Stack, cfg CaptureConfig)
 		return Mix{}, errors.New("e2e: capture: the pair names no accounts")
 	}
 	key := fmt.Sprintf("e2e-capture-%d", time.Now().UnixNano())
-	rec := &recording{recordKey: []byte(recordKeyOf(c.Caller, key))}
+	rec := newRecording(recordKeyOf(c.Caller, key), cfg.Pair)
 	if !p.capture.CompareAndSwap(nil, rec) {
 		return Mix{}, errors.New("e2e: capture: another capture is in progress")
 	}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -128,13 +130,28 @@ func Replay(ctx context.Context, st *stack.Stack, mix Mix, cfg ReplayConfig) (Re
 		rw := strings.NewReplacer(subst...)
 		start := time.Now()
 		var failed []string
+		// The versions this pass read of its accounts, by pk: a leg's
+		// transaction expects the version its read returned, and numbers
+		// its entry with the next (internal/ledger).
+		versions := map[string]int64{}
 		for _, o := range mix.Ops {
-			code, err := w.do(ctx, o.Operation, []byte(rw.Replace(string(o.Body))))
+			body := []byte(rw.Replace(string(o.Body)))
+			if o.Operation == "TransactWriteItems" {
+				if body, err = withVersions(body, versions); err != nil {
+					return fmt.Errorf("replay %s: %w", o.Operation, err)
+				}
+			}
+			code, answer, err := w.do(ctx, o.Operation, body)
 			if err != nil {
 				return fmt.Errorf("replay %s: %w", o.Operation, err)
 			}
 			if code != "" {
 				failed = append(failed, code)
+			}
+			if o.Operation == "GetItem" && code == "" {
+				if pk, v, ok := accountVersion(body, answer); ok {
+					versions[pk] = v
+				}
 			}
 		}
 		took := time.Since(start)
@@ -160,6 +177,85 @@ func Replay(ctx context.Context, st *stack.Stack, mix Mix, cfg ReplayConfig) (Re
 	res.Transfers, res.Elapsed = len(res.Latencies), elapsed
 	res.PerSecond = perSecond(res.Transfers, elapsed)
 	return res, nil
+}
+
+// accountVersion reads an account's version from a GetItem of the
+// account item (request) and its answer: the item's pk and version; ok
+// is false for any other read.
+func accountVersion(request, answer []byte) (pk string, version int64, ok bool) {
+	var in struct {
+		Key struct {
+			PK struct{ S string } `json:"pk"`
+			SK struct{ S string } `json:"sk"`
+		}
+	}
+	var out struct {
+		Item struct {
+			Version *struct{ N string } `json:"version"`
+		}
+	}
+	if json.Unmarshal(request, &in) != nil || in.Key.SK.S != "ACCOUNT" || json.Unmarshal(answer, &out) != nil || out.Item.Version == nil {
+		return "", 0, false
+	}
+	v, err := strconv.ParseInt(out.Item.Version.N, 10, 64)
+	return in.Key.PK.S, v, err == nil
+}
+
+// withVersions sets, in a leg's transaction, the version its account
+// update expects (the condition "version = :v") to the version read of
+// that account, and its entry's seq to the next one, as the leg does.
+// Accounts not read keep the captured values.
+func withVersions(body []byte, versions map[string]int64) ([]byte, error) {
+	var tx map[string]any
+	if err := json.Unmarshal(body, &tx); err != nil {
+		return nil, fmt.Errorf("transaction is not JSON: %w", err)
+	}
+	items, _ := tx["TransactItems"].([]any)
+	posted := map[string]int64{} // pk -> version expected
+	for _, it := range items {
+		upd, _ := it.(map[string]any)["Update"].(map[string]any)
+		if upd == nil {
+			continue
+		}
+		pk := attrS(upd["Key"], "pk")
+		v, read := versions[pk]
+		if !read {
+			continue
+		}
+		names, _ := upd["ExpressionAttributeNames"].(map[string]any)
+		values, _ := upd["ExpressionAttributeValues"].(map[string]any)
+		cond, _ := upd["ConditionExpression"].(string)
+		for placeholder, name := range names {
+			if name != "version" {
+				continue
+			}
+			m := regexp.MustCompile(regexp.QuoteMeta(placeholder) + ` = (:[A-Za-z0-9_]+)`).FindStringSubmatch(cond)
+			if m == nil {
+				continue
+			}
+			values[m[1]] = map[string]any{"N": strconv.FormatInt(v, 10)}
+			posted[pk] = v
+		}
+	}
+	for _, it := range items {
+		put, _ := it.(map[string]any)["Put"].(map[string]any)
+		if put == nil {
+			continue
+		}
+		item, _ := put["Item"].(map[string]any)
+		if v, ok := posted[attrS(item, "pk")]; ok && item["seq"] != nil {
+			item["seq"] = map[string]any{"N": strconv.FormatInt(v+1, 10)}
+		}
+	}
+	return json.Marshal(tx)
+}
+
+// attrS is the string attribute name of a DynamoDB JSON item or key.
+func attrS(item any, name string) string {
+	m, _ := item.(map[string]any)
+	a, _ := m[name].(map[string]any)
+	s, _ := a["S"].(string)
+	return s
 }
 
 // isConditionFailure reports whether an error code (see Op.Error) is a
@@ -190,30 +286,30 @@ func newWire(endpoint string, conns int) *wire {
 // maxResponse bounds a DynamoDB answer.
 const maxResponse = 4 << 20
 
-// do sends one operation and returns its error code ("" for success); err
-// is a failure to get an answer at all.
-func (w *wire) do(ctx context.Context, operation string, body []byte) (string, error) {
+// do sends one operation and returns its error code ("" for success) and
+// its answer; err is a failure to get an answer at all.
+func (w *wire) do(ctx context.Context, operation string, body []byte) (string, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
 	req.Header.Set("X-Amz-Target", dynamoDBTargetPrefix+operation)
 	sum := sha256.Sum256(body)
 	if err := w.signer.SignHTTP(ctx, w.creds, req, hex.EncodeToString(sum[:]), "dynamodb", stack.Region, time.Now()); err != nil {
-		return "", fmt.Errorf("sign: %w", err)
+		return "", nil, fmt.Errorf("sign: %w", err)
 	}
 	resp, err := w.http.Do(req)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
-		return "", fmt.Errorf("read the answer: %w", err)
+		return "", nil, fmt.Errorf("read the answer: %w", err)
 	}
 	if resp.StatusCode == http.StatusOK {
-		return "", nil
+		return "", raw, nil
 	}
-	return errorCode(raw), nil
+	return errorCode(raw), raw, nil
 }
