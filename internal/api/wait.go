@@ -25,6 +25,16 @@ const (
 	// Lambda timeout (template.yaml), itself below API Gateway's 29 s
 	// integration timeout, with room to answer.
 	MaxWait = 10 * time.Second
+	// HeaderWaitLimited marks a request whose caller is over its wait
+	// limit: the web ACL's rate-based rule PerSessionWaitRate (and
+	// PerSourceIpWaitRate) counts each caller's requests that ask to wait
+	// and, over CallerWaitLimit within 60 s, inserts this header (AWS WAF
+	// prefixes the rule's header name, wait-limited, with x-amzn-waf-).
+	// Such a request is answered at once, as without the preference: one
+	// caller's waiters never hold more than about CallerWaitLimit of the
+	// orchestrator's reserved concurrency. A client that sends the header
+	// itself only gives up its own wait.
+	HeaderWaitLimited = "X-Amzn-Waf-Wait-Limited"
 )
 
 // Backoff of the reads of a waited transfer: the first read comes after
@@ -53,6 +63,9 @@ const (
 // with an optional "=" value and ";" parameters); no maintained Go
 // module parses it, so this does, for the one preference the API reads.
 func preferredWait(req events.APIGatewayProxyRequest) (d time.Duration, ok bool) {
+	if hasHeader(req, HeaderWaitLimited) {
+		return 0, false
+	}
 	var values []string
 	for k, vs := range req.MultiValueHeaders {
 		if strings.EqualFold(k, HeaderPrefer) {
@@ -82,6 +95,21 @@ func preferredWait(req events.APIGatewayProxyRequest) (d time.Duration, ok bool)
 		}
 	}
 	return 0, false
+}
+
+// hasHeader reports whether req carries the header, with any value.
+func hasHeader(req events.APIGatewayProxyRequest, name string) bool {
+	for k := range req.MultiValueHeaders {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	for k := range req.Headers {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // appliedWait is the Preference-Applied value for a wait of d.

@@ -69,6 +69,11 @@ func TestPreferWait(t *testing.T) {
 			wantStatus: http.StatusAccepted},
 		{name: "no preference", req: post(alice, "k", body),
 			wantStatus: http.StatusAccepted},
+		// The web ACL marks a caller's waits over CallerWaitLimit: they
+		// are answered at once, as without the preference.
+		{name: "a wait over the caller's wait limit is answered at once", req: waitLimited(preferring(post(alice, "k", body), "wait=5")),
+			settle: idempotency.StatusCompleted, respond: completedResponse, settleAfter: 150 * time.Millisecond,
+			wantStatus: http.StatusAccepted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,6 +123,13 @@ func TestPreferWait(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// waitLimited is req as the web ACL passes it on once the caller is over
+// its wait limit.
+func waitLimited(req events.APIGatewayProxyRequest) events.APIGatewayProxyRequest {
+	req.MultiValueHeaders[api.HeaderWaitLimited] = []string{"true"}
+	return req
+}
 
 // Waiting reads the record with backoff, not in a hot loop: a wait of 2 s
 // on a transfer that never settles costs a few dozen reads at most, and a

@@ -39,6 +39,10 @@ type Function struct {
 	// EventInvokeConfig configures asynchronous invocations (such as
 	// EventBridge's); nil when the template sets none.
 	EventInvokeConfig *EventInvokeConfig
+	// ReservedConcurrency is ReservedConcurrentExecutions: at most this
+	// many invocations run at once. nil when the template sets none (or
+	// AWS::NoValue).
+	ReservedConcurrency *int
 }
 
 // EventInvokeConfig is a function's EventInvokeConfig: how Lambda retries
@@ -162,6 +166,20 @@ func (r *Resolver) function(res *Resource) (Function, error) {
 				return Function{}, err
 			}
 			f.Environment[k] = s
+		}
+	}
+	if n := p.Get("ReservedConcurrentExecutions"); n != nil {
+		v, err := r.Value(n)
+		if err != nil {
+			return Function{}, err
+		}
+		if v != nil {
+			c, ok := toInt(v)
+			if !ok || c < 0 {
+				return Function{}, r.errAt(n, ErrInvalid, "ReservedConcurrentExecutions must be a whole number, got %v", v)
+			}
+			reserved := int(c)
+			f.ReservedConcurrency = &reserved
 		}
 	}
 	if n := p.Get("EventInvokeConfig"); n != nil {

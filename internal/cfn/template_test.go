@@ -356,3 +356,35 @@ func TestProjectTemplateViews(t *testing.T) {
 		}
 	})
 }
+
+// The functions' reserved concurrency, as the local runtime enforces it:
+// the template's parameters by default, none where a parameter of 0
+// leaves a function unreserved (AWS::NoValue).
+func TestProjectReservedConcurrency(t *testing.T) {
+	tmpl := projectTemplate(t)
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+		want   map[string]int // logical ID -> reserved; absent: unreserved
+	}{
+		{"defaults", nil, map[string]int{"OrchestratorFunction": 100, "DebitFunction": 50, "CreditFunction": 50, "RefundFunction": 50, "ReaperFunction": 5}},
+		{"orchestrator unreserved", map[string]string{"OrchestratorReservedConcurrency": "0", "WorkerReservedConcurrency": "7"},
+			map[string]int{"DebitFunction": 7, "CreditFunction": 7, "RefundFunction": 7, "ReaperFunction": 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fns, err := tmpl.Functions(cfn.Env{Region: "us-east-1", AccountID: "123456789012", Parameters: tc.params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fns {
+				want, reserved := tc.want[f.LogicalID]
+				switch {
+				case reserved && (f.ReservedConcurrency == nil || *f.ReservedConcurrency != want):
+					t.Errorf("%s: reserved %v, want %d", f.LogicalID, f.ReservedConcurrency, want)
+				case !reserved && f.ReservedConcurrency != nil:
+					t.Errorf("%s: reserved %d, want none", f.LogicalID, *f.ReservedConcurrency)
+				}
+			}
+		})
+	}
+}

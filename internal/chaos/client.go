@@ -23,7 +23,9 @@ type Exchange struct {
 	Seq    int
 	Caller string
 	// Key is the Idempotency-Key of a POST.
-	Key    string
+	Key string
+	// Prefer is the request's Prefer header ("" for none).
+	Prefer string
 	Method string
 	Path   string
 	Body   string
@@ -162,6 +164,12 @@ func (c *Client) PostTransfer(ctx context.Context, caller, key string, body []by
 	return c.do(ctx, Exchange{Caller: caller, Key: key, Method: http.MethodPost, Path: "/transfers", Body: string(body)})
 }
 
+// PostTransferPreferring posts as PostTransfer does, with a Prefer header
+// (such as "wait=5").
+func (c *Client) PostTransferPreferring(ctx context.Context, caller, key, prefer string, body []byte) Exchange {
+	return c.do(ctx, Exchange{Caller: caller, Key: key, Prefer: prefer, Method: http.MethodPost, Path: "/transfers", Body: string(body)})
+}
+
 // GetTransfer gets /transfers/{id} as caller.
 func (c *Client) GetTransfer(ctx context.Context, caller, id string) Exchange {
 	return c.do(ctx, Exchange{Caller: caller, Method: http.MethodGet, Path: "/transfers/" + url.PathEscape(id)})
@@ -183,6 +191,9 @@ func (c *Client) do(ctx context.Context, e Exchange) Exchange {
 	req.Header.Set("Authorization", "Bearer "+e.Caller)
 	if e.Key != "" {
 		req.Header.Set("Idempotency-Key", e.Key)
+	}
+	if e.Prefer != "" {
+		req.Header.Set("Prefer", e.Prefer)
 	}
 	if e.Body != "" {
 		req.Header.Set("Content-Type", "application/json")

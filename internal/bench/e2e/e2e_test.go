@@ -219,7 +219,7 @@ func TestCaptureRecordsTheTransfersOperationsInOrder(t *testing.T) {
 		// account, not the transfer's, when the container does not
 		// remember it) and by the debit.
 		{"OrchestratorFunction", "PutItem"},
-		{ByWorkflow, "UpdateItem"}, // MarkInProgress
+		{ByWorkflow, "UpdateItem"},   // MarkInProgress
 		{"DebitFunction", "GetItem"}, // the source's version: the entry's sequence
 		{"DebitFunction", "TransactWriteItems(ConditionCheck, Put, Update)"},
 		{"CreditFunction", "GetItem"},

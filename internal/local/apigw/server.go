@@ -94,6 +94,13 @@ type Config struct {
 	// CallerRate limits each caller's requests, as the stack's web ACL
 	// does in front of the deployed API; the zero value is no limit.
 	CallerRate RateLimit
+	// WaitRate counts each caller's requests whose Prefer header asks to
+	// wait (contains "wait", in any case), as the web ACL's wait rules
+	// do: a request over it is passed on with the header WaitLimited
+	// ("true") added, the way a rate-based rule's Count action inserts
+	// one. The zero value marks none.
+	WaitRate    RateLimit
+	WaitLimited string
 	// ReadTimeout bounds reading one whole request, headers and body
 	// (DefaultReadTimeout); IdleTimeout bounds a kept-alive connection's
 	// wait for its next request (DefaultIdleTimeout); MaxHeaderBytes caps
@@ -156,6 +163,8 @@ type Server struct {
 	responses map[string]*gatewayResponse
 	// limiter applies Config.CallerRate; nil without a limit.
 	limiter *callerLimiter
+	// waits applies Config.WaitRate; nil without one.
+	waits *callerLimiter
 }
 
 // DefaultCaller is the caller of requests without an Authorization header.
@@ -196,6 +205,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log.With("apiId", cfg.APIID, "stage", cfg.Stage), stagePath: "/" + cfg.Stage,
 		limiter: newCallerLimiter(cfg.CallerRate, cfg.Now)}
+	if cfg.WaitLimited != "" {
+		s.waits = newCallerLimiter(cfg.WaitRate, cfg.Now)
+	}
 	for _, bt := range cfg.BinaryMediaTypes {
 		s.binary = append(s.binary, strings.ToLower(strings.ReplaceAll(bt, "~1", "/")))
 	}
@@ -338,6 +350,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, requestID, wafFiltered)
 		return
 	}
+	if s.waits != nil && asksToWait(r) && !s.waits.allow(caller.ARN) {
+		log.Info("request marked by the per-caller wait limit", "caller", caller.ARN)
+		r.Header.Set(s.cfg.WaitLimited, "true")
+	}
 
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		s.refuse(w, requestID, tooLarge)
@@ -477,6 +493,13 @@ func (s *Server) event(r *http.Request, res *resource, route *Route, params map[
 	}
 }
 
+// asksToWait reports whether the request's Prefer header contains "wait"
+// in any case: the wait rules' scope-down statement (a ByteMatch,
+// CONTAINS, after LOWERCASE).
+func asksToWait(r *http.Request) bool {
+	return strings.Contains(strings.ToLower(r.Header.Get("Prefer")), "wait")
+}
+
 type invocation struct {
 	result []byte
 	fnErr  *lambdarun.FunctionError
@@ -499,7 +522,10 @@ func (s *Server) integrate(w http.ResponseWriter, r *http.Request, route *Route,
 		inv.result, inv.fnErr, inv.err = route.Invoker.InvokeFunction(ctx, route.FunctionName, payload)
 	}()
 
-	var inv invocation
+	var (
+		inv       invocation
+		throttled *lambdarun.ServiceError
+	)
 	select {
 	case inv = <-done:
 	case <-ctx.Done():
@@ -512,6 +538,12 @@ func (s *Server) integrate(w http.ResponseWriter, r *http.Request, route *Route,
 	case inv.err != nil && ctx.Err() != nil:
 		log.Error("integration timed out", "timeout", s.cfg.IntegrationTimeout, "error", inv.err)
 		s.refuse(w, requestID, refusal{typ: respIntegrationTimeout, status: http.StatusGatewayTimeout, errorType: "InternalServerErrorException", message: "Endpoint request timed out"})
+		return
+	case errors.As(inv.err, &throttled) && throttled.Type == lambdarun.ErrorTypeTooManyRequests:
+		// The function's reserved concurrency is in use: API Gateway
+		// answers INTEGRATION_FAILURE.
+		log.Warn("the function is throttled", "error", inv.err)
+		s.refuse(w, requestID, refusal{typ: respIntegrationFailure, status: http.StatusGatewayTimeout, errorType: "InternalServerErrorException", message: "Execution failed due to limit exceeded"})
 		return
 	case inv.err != nil:
 		log.Error("invoking the function failed", "error", inv.err)

@@ -45,6 +45,10 @@ const (
 	// before answering; here, when the handler goroutine ends through
 	// runtime.Goexit.
 	ErrorTypeExit = "Runtime.ExitError"
+	// ErrorTypeTooManyRequests is the ServiceError type of a throttled
+	// invocation (Lambda's TooManyRequestsException, named as Step
+	// Functions names it).
+	ErrorTypeTooManyRequests = "Lambda.TooManyRequestsException"
 )
 
 var (
@@ -109,8 +113,15 @@ type Function struct {
 	// NewHandler, when set, builds the handler of each new execution
 	// environment and Handler is not used.
 	NewHandler func() lambda.Handler
+	// Reserved, when set, is the function's reserved concurrency: at most
+	// *Reserved invocations run at once, and one more is throttled at
+	// once with a *ServiceError of type ErrorTypeTooManyRequests, as
+	// Lambda throttles a synchronous invocation (it does not queue it).
+	// 0 throttles every invocation. nil: no limit.
+	Reserved *int
 
 	initOnce sync.Once
+	running  atomic.Int64  // invocations holding an environment (Reserved)
 	single   chan struct{} // single-environment mode: a token while idle
 	mu       sync.Mutex
 	idle     []lambda.Handler // NewHandler mode: idle environments
@@ -187,8 +198,22 @@ func (f *Function) invoke(ctx context.Context, payload []byte, invokedARN string
 	}
 	payload = bytes.Clone(payload) // the caller may reuse its buffer while the handler runs
 
+	// The invocation holds its place in the reserved concurrency until
+	// it answers or times out (when Lambda stops its environment),
+	// whichever comes first.
+	var unreserve func()
+	if f.Reserved != nil {
+		if f.running.Add(1) > int64(*f.Reserved) {
+			f.running.Add(-1)
+			return nil, nil, &ServiceError{Type: ErrorTypeTooManyRequests, Message: "Rate Exceeded."}
+		}
+		unreserve = sync.OnceFunc(func() { f.running.Add(-1) })
+	} else {
+		unreserve = func() {}
+	}
 	handler, err := f.acquire(ctx)
 	if err != nil {
+		unreserve()
 		return nil, nil, fmt.Errorf("lambdarun: invoke %s: waiting for an execution environment: %w", f.Name, err)
 	}
 
@@ -212,6 +237,7 @@ func (f *Function) invoke(ctx context.Context, payload []byte, invokedARN string
 			// finds the environment idle; cancel after answering, so that
 			// the waiter never mistakes the cancellation for the deadline.
 			f.release(handler, discard || abandoned.Load())
+			unreserve()
 			done <- o
 			cancel()
 		}()
@@ -229,6 +255,7 @@ func (f *Function) invoke(ctx context.Context, payload []byte, invokedARN string
 		default:
 		}
 		abandoned.Store(true)
+		unreserve()
 		return nil, timeoutError(time.Now(), requestID, timeout), nil
 	case <-ctx.Done():
 		return nil, nil, fmt.Errorf("lambdarun: invoke %s (request %s): %w", f.Name, requestID, context.Cause(ctx))

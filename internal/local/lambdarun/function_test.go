@@ -453,3 +453,48 @@ func TestInvokeGoexit(t *testing.T) {
 		t.Errorf("function error = %v, want %s", fnErr, lambdarun.ErrorTypeExit)
 	}
 }
+
+// A function with reserved concurrency runs that many invocations at once
+// and throttles one more at once, as Lambda does; a throttled invocation
+// does not run, and a place frees when an invocation answers or times out.
+func TestReservedConcurrency(t *testing.T) {
+	release := make(chan struct{})
+	var ran atomic.Int64
+	hold := func(ctx context.Context, in string) (string, error) {
+		ran.Add(1)
+		if in == `hang` {
+			<-release
+		}
+		return in, nil
+	}
+	two := 2
+	fn := &lambdarun.Function{Name: "reserved", Reserved: &two, Timeout: time.Second,
+		NewHandler: func() lambda.Handler { return lambda.NewHandler(hold) }}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { fn.Invoke(context.Background(), []byte(`"hang"`)) })
+	}
+	for ran.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	_, fnErr, err := fn.Invoke(context.Background(), []byte(`"more"`))
+	var se *lambdarun.ServiceError
+	if !errors.As(err, &se) || se.Type != lambdarun.ErrorTypeTooManyRequests || fnErr != nil {
+		t.Fatalf("third invocation = (%v, %v), want %s", fnErr, err, lambdarun.ErrorTypeTooManyRequests)
+	}
+	if n := ran.Load(); n != 2 {
+		t.Errorf("%d invocations ran, want the 2 held", n)
+	}
+	// Both held invocations time out after 1 s: their places free.
+	wg.Wait()
+	if res, fnErr, err := fn.Invoke(context.Background(), []byte(`"after"`)); err != nil || fnErr != nil || string(res) != `"after"` {
+		t.Errorf("after the timeouts: (%s, %v, %v), want it served", res, fnErr, err)
+	}
+	close(release)
+
+	zero := 0
+	off := &lambdarun.Function{Name: "off", Reserved: &zero, Handler: lambda.NewHandler(hold)}
+	if _, _, err := off.Invoke(context.Background(), []byte(`"x"`)); !errors.As(err, &se) {
+		t.Errorf("reserved 0: err = %v, want throttled", err)
+	}
+}

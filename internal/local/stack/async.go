@@ -47,6 +47,12 @@ type FailedInvocation struct {
 // first retry, two before the second.
 var asyncRetryDelays = []time.Duration{time.Minute, 2 * time.Minute}
 
+// asyncThrottleDelay is the wait before an event whose invocation was
+// throttled (the function's reserved concurrency was in use) is tried
+// again. Lambda keeps such an event in its queue and retries it until
+// the event's maximum age, without counting a throttle as an attempt.
+const asyncThrottleDelay = time.Second
+
 // asyncConfig is the effective EventInvokeConfig of a function.
 type asyncConfig struct {
 	retries       int
@@ -155,10 +161,17 @@ func (a *asyncInvoker) run(function, rule string, cfg asyncConfig, event []byte)
 		if fnErr != nil {
 			last = fnErr
 		}
-		if attempt > cfg.retries {
+		var se *lambdarun.ServiceError
+		throttled := errors.As(err, &se) && se.Type == lambdarun.ErrorTypeTooManyRequests
+		if throttled {
+			attempt--
+		} else if attempt > cfg.retries {
 			break
 		}
-		delay := asyncRetryDelays[min(attempt-1, len(asyncRetryDelays)-1)]
+		delay := asyncThrottleDelay
+		if !throttled {
+			delay = asyncRetryDelays[min(attempt-1, len(asyncRetryDelays)-1)]
+		}
 		if age+delay > cfg.maxAge {
 			last = fmt.Errorf("maximum event age %s exceeded: %w", cfg.maxAge, last)
 			break

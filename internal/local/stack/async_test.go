@@ -117,3 +117,62 @@ func TestAsyncInvoker(t *testing.T) {
 		}
 	})
 }
+
+// An asynchronous event whose invocation is throttled (the function's
+// reserved concurrency is in use) waits in the queue and runs once a
+// place frees, however many times it was throttled: throttles are not
+// attempts, as in Lambda.
+func TestAsyncInvokerWaitsOutThrottles(t *testing.T) {
+	release := make(chan struct{})
+	var events atomic.Int64
+	one := 1
+	reg := &lambdarun.Registry{}
+	if err := reg.Register(&lambdarun.Function{Name: "Fn", Reserved: &one, Timeout: time.Minute,
+		NewHandler: func() lambda.Handler {
+			return lambda.NewHandler(func(in struct{ Hold bool }) error {
+				if in.Hold {
+					<-release
+					return nil
+				}
+				events.Add(1)
+				return nil
+			})
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		reg.InvokeFunction(context.Background(), "Fn", []byte(`{"Hold":true}`))
+	}()
+	// The held invocation takes the one place; the async event is
+	// throttled until it is released.
+	for {
+		_, _, err := reg.InvokeFunction(context.Background(), "Fn", []byte(`{"Hold":false}`))
+		if err != nil {
+			break
+		}
+		events.Add(-1)
+		time.Sleep(time.Millisecond)
+	}
+	var failed []FailedInvocation
+	a := newAsyncInvoker(reg, 0.001, slog.New(slog.DiscardHandler), func(f FailedInvocation) { failed = append(failed, f) })
+	target := functionTarget{async: a, name: "Fn", rule: "R", cfg: newAsyncConfig(&cfn.EventInvokeConfig{MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 3600})}
+	if err := target.Deliver(context.Background(), []byte(`{"Hold":false}`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // about 50 throttled tries at the scaled 1 ms
+	if n := events.Load(); n != 0 {
+		t.Fatalf("the event ran %d times while the place was held", n)
+	}
+	close(release)
+	<-held
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := events.Load(); n != 1 || len(failed) != 0 {
+		t.Errorf("the event ran %d times, %d failures; want once, none", n, len(failed))
+	}
+}

@@ -482,6 +482,7 @@ func (st *Stack) startFunctions(ctx context.Context, fns []cfn.Function, tplPath
 			ARN:        lambdarun.FunctionARN(Region, AccountID, f.Name),
 			Timeout:    f.Timeout,
 			NewHandler: newHandler,
+			Reserved:   f.ReservedConcurrency,
 		}); err != nil {
 			return fmt.Errorf("function %s: %w", f.LogicalID, err)
 		}
@@ -607,10 +608,14 @@ func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]strin
 	if err != nil {
 		return err
 	}
+	waits, waitLimited, err := waitRate(tpl, env)
+	if err != nil {
+		return err
+	}
 	srv, err := apigw.NewServer(apigw.Config{
 		Routes: rs, Invoker: st.Functions, Stage: stage, AccountID: AccountID, APIID: "local",
 		Definition: definition, Logger: st.log.With("component", "apigateway"),
-		CallerRate: rate,
+		CallerRate: rate, WaitRate: waits, WaitLimited: waitLimited,
 	})
 	if err != nil {
 		return err
@@ -650,6 +655,80 @@ func callerRate(tpl *cfn.Template, env cfn.Env) (apigw.RateLimit, error) {
 		return apigw.RateLimit{}, fmt.Errorf("parameter CallerRateLimit: %q is not a number of requests", v)
 	}
 	return apigw.RateLimit{Limit: n, Window: CallerRateWindow}, nil
+}
+
+// wafHeaderPrefix is what AWS WAF puts before the name of a header a
+// rule's action inserts.
+const wafHeaderPrefix = "x-amzn-waf-"
+
+// waitRate is the per-caller wait limit of the template's web ACL: the
+// rate-based rule PerSessionWaitRate of the web ACL, when the web ACL
+// exists and has it, with the header its Count action inserts. The local
+// API counts each caller's requests that ask to wait against its Limit
+// (per CallerRateWindow) and inserts that header past it.
+func waitRate(tpl *cfn.Template, env cfn.Env) (apigw.RateLimit, string, error) {
+	r, err := cfn.NewResolver(tpl, env)
+	if err != nil {
+		return apigw.RateLimit{}, "", err
+	}
+	acl, ok := tpl.Resources["ApiWebAcl"]
+	if !ok {
+		return apigw.RateLimit{}, "", nil
+	}
+	if exists, err := r.Exists(acl); err != nil || !exists {
+		return apigw.RateLimit{}, "", err
+	}
+	v, err := r.Value(acl.Properties.Get("Rules"))
+	if err != nil {
+		return apigw.RateLimit{}, "", fmt.Errorf("ApiWebAcl Rules: %w", err)
+	}
+	rules, _ := v.([]any)
+	for _, rv := range rules {
+		rule, _ := rv.(map[string]any)
+		if rule["Name"] != "PerSessionWaitRate" {
+			continue
+		}
+		limit, ok := toInt(dig(rule, "Statement", "RateBasedStatement", "Limit"))
+		if !ok {
+			return apigw.RateLimit{}, "", fmt.Errorf("ApiWebAcl rule PerSessionWaitRate: no whole Limit")
+		}
+		headers, _ := dig(rule, "Action", "Count", "CustomRequestHandling", "InsertHeaders").([]any)
+		if len(headers) != 1 {
+			return apigw.RateLimit{}, "", fmt.Errorf("ApiWebAcl rule PerSessionWaitRate: want a Count action inserting one header")
+		}
+		name, _ := dig(headers[0].(map[string]any), "Name").(string)
+		return apigw.RateLimit{Limit: limit, Window: CallerRateWindow}, wafHeaderPrefix + name, nil
+	}
+	return apigw.RateLimit{}, "", nil
+}
+
+// dig follows keys through nested mappings; nil when one is missing.
+func dig(m map[string]any, keys ...string) any {
+	var v any = m
+	for _, k := range keys {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[k]
+	}
+	return v
+}
+
+// toInt reads a resolved template number or numeric string.
+func toInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case float64:
+		return int(n), n == float64(int(n))
+	case string:
+		i, err := strconv.Atoi(n)
+		return i, err == nil
+	}
+	return 0, false
 }
 
 // apiStage is the StageName of the API resource id.
