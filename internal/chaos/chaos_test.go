@@ -148,6 +148,7 @@ func TestChaos(t *testing.T) {
 			}
 		}
 		t.Logf("chaos: %d transfers of a non-owner accepted after a 503, each refused by its debit", len(r.lateForbidden))
+		t.Logf("chaos: %d accounts handed over to another caller during the run", r.handOvers)
 	}
 	if qerr != nil {
 		t.Errorf("seed %d: quiesce: %v", seed, qerr)
@@ -254,12 +255,16 @@ type run struct {
 	t    *testing.T
 	h    *chaos.Harness
 	seed uint64
-	eur  []string            // EUR account ids
-	own  map[string][]string // EUR account ids by owner
-	usd  map[string]string   // the USD account of each caller
+	eur  []string          // EUR account ids
+	usd  map[string]string // the USD account of each caller
 
-	mu       sync.Mutex
-	pool     []accepted
+	mu sync.Mutex
+	// own lists the EUR account ids by owner; an account handed over to
+	// another caller (opHandOver) moves, and is in handedOver from then
+	// on.
+	own        map[string][]string
+	handedOver map[string]bool
+	pool       []accepted
 	later    []pending
 	failures []string
 
@@ -267,10 +272,12 @@ type run struct {
 	// source account that were answered as accepted: each must settle
 	// FAILED Forbidden with no debit.
 	lateForbidden []string
+	// handOvers counts the accounts handed over.
+	handOvers int
 }
 
 func newRun(t *testing.T, h *chaos.Harness, seed uint64) *run {
-	return &run{t: t, h: h, seed: seed, own: map[string][]string{}, usd: map[string]string{}}
+	return &run{t: t, h: h, seed: seed, own: map[string][]string{}, usd: map[string]string{}, handedOver: map[string]bool{}}
 }
 
 func (r *run) open(id, owner, cur string) {
@@ -335,6 +342,9 @@ const (
 	opGet
 	opGetUnknown
 	opGetOther
+	// opHandOver gives one of the caller's accounts to another caller,
+	// while transfers from it are in flight, resumed or retried.
+	opHandOver
 )
 
 var weights = []struct {
@@ -343,6 +353,7 @@ var weights = []struct {
 }{
 	{opNew, 34}, {opConcurrentNew, 5}, {opInsufficient, 6}, {opUnknownAccount, 6}, {opCurrencyMismatch, 4},
 	{opDuplicate, 15}, {opReuse, 8}, {opGet, 15}, {opGetUnknown, 4}, {opGetOther, 3},
+	{opHandOver, 1},
 }
 
 func pickOp(rng *rand.Rand) op {
@@ -423,6 +434,8 @@ func (r *run) client(ctx context.Context, index, n int) {
 			}
 		case opGetUnknown:
 			r.get(ctx, caller, fmt.Sprintf("01000000-0000-7000-8000-%012d", rng.IntN(1e6)), wantNotFound)
+		case opHandOver:
+			r.handOver(ctx, rng, caller)
 		case opGetOther:
 			if a, ok := r.pick(rng); ok {
 				other := callers[0]
@@ -435,11 +448,56 @@ func (r *run) client(ctx context.Context, index, n int) {
 	}
 }
 
+// handOver gives one of caller's EUR accounts, picked at random, to
+// another caller, unless it is the caller's last. Transfers from it that
+// its former owner sent before (in flight, resumed, retried) may then be
+// refused by their debit (FAILED Forbidden) or complete if their debit
+// was posted; either way, the promise holds (Verify).
+func (r *run) handOver(ctx context.Context, rng *rand.Rand, caller string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	own := r.own[caller]
+	if len(own) < 2 {
+		return
+	}
+	i := rng.IntN(len(own))
+	id := own[i]
+	to := callers[rng.IntN(len(callers))]
+	if to == caller {
+		return
+	}
+	if err := r.h.SetOwner(ctx, id, chaos.Scope(to)); err != nil {
+		r.failures = append(r.failures, err.Error())
+		return
+	}
+	r.own[caller] = slices.Delete(slices.Clone(own), i, i+1)
+	r.own[to] = append(r.own[to], id)
+	r.handedOver[id] = true
+	r.handOvers++
+}
+
+// fromHandedOver reports whether a POST's source account changed owner
+// during the run: its answer may be the former owner's 403, or the new
+// owner's transfer.
+func (r *run) fromHandedOver(e chaos.Exchange) bool {
+	var req struct {
+		Source string `json:"sourceAccountId"`
+	}
+	if e.Method != http.MethodPost || json.Unmarshal([]byte(e.Body), &req) != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.handedOver[req.Source]
+}
+
 // twoAccounts picks a source of caller's and another account as the
 // destination, anyone's.
 func (r *run) twoAccounts(rng *rand.Rand, caller string) (string, string) {
+	r.mu.Lock()
 	own := r.own[caller]
 	src := own[rng.IntN(len(own))]
+	r.mu.Unlock()
 	for {
 		if dst := r.eur[rng.IntN(len(r.eur))]; dst != src {
 			return src, dst
@@ -449,6 +507,8 @@ func (r *run) twoAccounts(rng *rand.Rand, caller string) (string, string) {
 
 // foreignAccount picks an EUR account of another caller.
 func (r *run) foreignAccount(rng *rand.Rand, caller string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for {
 		other := callers[rng.IntN(len(callers))]
 		if other != caller {
@@ -547,11 +607,18 @@ func (r *run) unavailable(e chaos.Exchange) bool {
 }
 
 func (r *run) expect(e chaos.Exchange, w want) {
+	accepted := e.Err == "" && (e.Status == http.StatusAccepted || e.Status == http.StatusOK ||
+		e.Status == http.StatusUnprocessableEntity && e.Code != chaos.CodeKeyReused) && e.TransferID != ""
+	forbidden := e.Status == http.StatusForbidden && e.Code == chaos.CodeForbidden && (e.TransferID == "" || e.TransferStatus == transfer.StatusFailed)
+	if (w == wantAccepted || w == wantForbidden) && (accepted || forbidden) && r.fromHandedOver(e) {
+		// Its source changed owner: the former owner's transfer may be
+		// refused, another caller's accepted.
+		return
+	}
 	ok := false
 	switch w {
 	case wantAccepted:
-		ok = e.Err == "" && (e.Status == http.StatusAccepted || e.Status == http.StatusOK ||
-			e.Status == http.StatusUnprocessableEntity && e.Code != chaos.CodeKeyReused) && e.TransferID != ""
+		ok = accepted
 	case wantReused:
 		ok = e.Status == http.StatusUnprocessableEntity && e.Code == chaos.CodeKeyReused
 	case wantFound:
@@ -559,7 +626,7 @@ func (r *run) expect(e chaos.Exchange, w want) {
 	case wantNotFound:
 		ok = e.Status == http.StatusNotFound
 	case wantForbidden:
-		ok = e.Status == http.StatusForbidden && e.Code == chaos.CodeForbidden && (e.TransferID == "" || e.TransferStatus == transfer.StatusFailed)
+		ok = forbidden
 		if !ok && e.Replayed && e.TransferID != "" && (e.Status == http.StatusAccepted || e.Status == http.StatusForbidden) {
 			// An earlier attempt reserved the key and was answered 503
 			// before its record was settled, and something started it

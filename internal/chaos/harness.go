@@ -15,7 +15,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -210,6 +212,33 @@ func (h *Harness) OpenAccount(ctx context.Context, id, caller, currency string, 
 		return fmt.Errorf("chaos: open account %s: it already exists", id)
 	}
 	h.Opening[id] = Opening{Currency: currency, Balance: balance}
+	return nil
+}
+
+// SetOwner gives an account to another owner (a caller scope, see Scope),
+// as an operator's change of the account's owner would: the ledger has
+// no operation for it, so this writes the attribute.
+func (h *Harness) SetOwner(ctx context.Context, id, owner string) error {
+	update, err := expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name("owner"), expression.Value(owner))).
+		WithCondition(expression.AttributeExists(expression.Name("pk"))).
+		Build()
+	if err != nil {
+		return fmt.Errorf("chaos: give account %s to %s: %w", id, owner, err)
+	}
+	if _, err := h.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(h.LedgerTable),
+		Key: map[string]ddbtypes.AttributeValue{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: "ACCOUNT#" + id},
+			"sk": &ddbtypes.AttributeValueMemberS{Value: "ACCOUNT"},
+		},
+		UpdateExpression:          update.Update(),
+		ConditionExpression:       update.Condition(),
+		ExpressionAttributeNames:  update.Names(),
+		ExpressionAttributeValues: update.Values(),
+	}); err != nil {
+		return fmt.Errorf("chaos: give account %s to %s: %w", id, owner, err)
+	}
 	return nil
 }
 

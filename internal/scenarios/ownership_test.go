@@ -154,17 +154,7 @@ func ownerUnreadable(t *testing.T, s *suite) {
 // setOwner gives an account another owner, as an operator might.
 func (sc *scenario) setOwner(id, owner string) {
 	sc.t.Helper()
-	if _, err := sc.h.DB.UpdateItem(sc.ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(sc.h.LedgerTable),
-		Key: map[string]ddbtypes.AttributeValue{
-			"pk": &ddbtypes.AttributeValueMemberS{Value: "ACCOUNT#" + id},
-			"sk": &ddbtypes.AttributeValueMemberS{Value: "ACCOUNT"},
-		},
-		UpdateExpression:          aws.String("SET #owner = :owner"),
-		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		ExpressionAttributeNames:  map[string]string{"#owner": "owner"},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":owner": &ddbtypes.AttributeValueMemberS{Value: owner}},
-	}); err != nil {
-		sc.t.Fatalf("give account %s to %s: %v", id, owner, err)
+	if err := sc.h.SetOwner(sc.ctx, id, owner); err != nil {
+		sc.t.Fatal(err)
 	}
 }
