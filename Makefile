@@ -23,7 +23,7 @@ OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn qemu build \
+.PHONY: docs-costs help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn qemu build \
 	build-check sam-validate deploy docs-parameters clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
@@ -257,6 +257,11 @@ deploy: $(if $(filter $(SAM_VENV)/bin/sam,$(SAM)),$(SAM_VENV)/bin/sam) ## sam bu
 # internal/doccheck tests fail when it is stale.
 docs-parameters: ## regenerate docs/deploy.md's parameter table from template.yaml
 	$(GO) run ./cmd/paramtable
+
+# docs/deploy.md's cost tables: the template's resources and a transfer's
+# DynamoDB operations, measured on the local stack (TestCostTable).
+docs-costs: deps ## regenerate docs/deploy.md's cost tables
+	$(GO) test -count=1 -run '^TestCostTable$$' ./internal/bench/e2e/ -args -update-costs
 
 clean: ## remove bin/, .aws-sam/ and .local/
 	rm -rf bin .aws-sam .local

@@ -35,6 +35,9 @@ type ReplayConfig struct {
 	// Pairs[i%len(Pairs)], as Run assigns them to its clients. Empty is
 	// the captured transfer's pair for every worker.
 	Pairs []Pair
+	// around, when set, is called for each operation of the measured
+	// passes with the request as it will be sent; send sends it (Meter).
+	around func(ctx context.Context, o Op, body []byte, send func() (string, []byte, error)) (string, []byte, error)
 }
 
 // ReplayResult is what a replay measured.
@@ -141,7 +144,16 @@ func Replay(ctx context.Context, st *stack.Stack, mix Mix, cfg ReplayConfig) (Re
 					return fmt.Errorf("replay %s: %w", o.Operation, err)
 				}
 			}
-			code, answer, err := w.do(ctx, o.Operation, body)
+			send := func() (string, []byte, error) { return w.do(ctx, o.Operation, body) }
+			var (
+				code   string
+				answer []byte
+			)
+			if cfg.around != nil && measured {
+				code, answer, err = cfg.around(ctx, o, body, send)
+			} else {
+				code, answer, err = send()
+			}
 			if err != nil {
 				return fmt.Errorf("replay %s: %w", o.Operation, err)
 			}
