@@ -74,7 +74,8 @@ type plan struct {
 // nothing again. A leg whose slot holds a void marker (Void) returns a
 // *VoidedError: an attempt of it was rejected for good. A leg that lost
 // the race for the account's version to another leg of the account is
-// sent again at the new version (up to maxVersionTries transactions, then
+// sent again at the new version after a jittered pause (up to
+// maxVersionTries transactions while ctx leaves versionRetryReserve, then
 // ErrUnavailable). Otherwise a failed condition is reported as the
 // matching sentinel (see errors.go) and nothing is written. Errors are
 // wrapped as "<leg> <transferId>: ...".
@@ -111,37 +112,42 @@ func (l *Ledger) post(ctx context.Context, leg Leg) (Entry, error) {
 		}
 		e, err := l.resolve(ctx, p, err)
 		var moved *versionMovedError
-		if !errors.As(err, &moved) || try == maxVersionTries {
+		if !errors.As(err, &moved) || try == maxVersionTries || !timeLeft(ctx) {
 			return e, err
 		}
 		// Another leg of the account committed first: take the next
-		// place (the version the cancellation reason returned) at once,
-		// before another leg moves it again; only a leg that keeps
-		// losing pauses, so that contending legs spread out.
+		// place (the version the cancellation reason returned) after a
+		// jittered pause that grows with each lost race, so that legs
+		// contending for one account spread out instead of all trying
+		// again at once.
 		version = moved.current
-		if try >= versionTriesBeforePause {
-			if err := pause(ctx, try-versionTriesBeforePause); err != nil {
-				return Entry{}, unavailable(err)
-			}
+		if err := pause(ctx, try); err != nil {
+			return Entry{}, unavailable(err)
 		}
 	}
 }
 
 // maxVersionTries bounds the transactions one Post sends while other legs
-// of the same account keep committing first; then it reports
-// ErrUnavailable and the caller retries later. The first
-// versionTriesBeforePause tries follow each other at once.
+// of the same account keep committing first, and versionRetryReserve is
+// the time it keeps before its context's deadline: then it reports
+// ErrUnavailable and the caller retries later, rather than have the
+// deadline cut a transaction short (its outcome unknown to the caller).
 const (
-	maxVersionTries         = 20
-	versionTriesBeforePause = 3
-	maxVersionPauseMillis   = 50
+	maxVersionTries       = 40
+	versionRetryReserve   = 2 * time.Second
+	maxVersionPauseMillis = 64
 )
 
-// pause waits a little longer after each further lost race (n = 0, 1,
-// ...), with jitter and at most maxVersionPauseMillis, so that legs that
-// keep contending for one account spread out.
+// timeLeft reports whether ctx leaves time for another try.
+func timeLeft(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > versionRetryReserve
+}
+
+// pause waits before the next try after the n-th lost race: a random time
+// up to 2^n ms, at most maxVersionPauseMillis ("full jitter").
 func pause(ctx context.Context, n int) error {
-	d := time.Duration(1+rand.IntN(min(2<<n, maxVersionPauseMillis))) * time.Millisecond
+	d := time.Duration(rand.IntN(min(1<<n, maxVersionPauseMillis))+1) * time.Millisecond
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
