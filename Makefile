@@ -136,7 +136,9 @@ integration: ## the end-to-end suite against a deployed stack (STACK_NAME=name)
 # pattern and DynamoDB Local's own rate at 1, 8 and 32 clients, end to end
 # against a replay of the database operations, CPU per request and cold
 # starts, in one run. Prints the targets with PASS/FAIL (exit 1 on a
-# FAIL) and writes bench/results/<date>.md with its plots (PNG).
+# FAIL) and writes bench/results/<date>.md with its four plots (PNG):
+# <date>-throughput.png, -latency-cdf.png, -throughput-off.png and
+# -end-to-end.png.
 # BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-cell 2s -rounds 5'.
 bench: deps ## the benchmark: targets with PASS/FAIL, bench/results/<date>.md (BENCH_FLAGS)
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)

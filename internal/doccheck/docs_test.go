@@ -350,3 +350,36 @@ func TestBareMakeInstallsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchPlots: the plots docs/development/commands.md says make bench
+// writes are those internal/bench's Plots writes, by name and number.
+func TestBenchPlots(t *testing.T) {
+	var names []string
+	for _, m := range regexp.MustCompile(`date ?\+ ?"(-[a-z-]+\.png)"`).FindAllStringSubmatch(read(t, "internal/bench/plots.go"), -1) {
+		names = append(names, "<date>"+m[1])
+	}
+	if len(names) < 2 {
+		t.Fatalf("read %d plot names from internal/bench/plots.go: is the pattern still right?", len(names))
+	}
+	words := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
+	if len(names) >= len(words) {
+		t.Fatalf("%d plots: extend the number words", len(names))
+	}
+	for _, p := range []string{"docs/development/commands.md", "docs/development/performance.md"} {
+		page := read(t, p)
+		for _, w := range words {
+			if n := regexp.MustCompile(`\b` + w + ` (plots|PNGs)\b`); n.MatchString(page) && w != words[len(names)] {
+				t.Errorf("%s says %q; make bench writes %d: %q", p, n.FindString(page), len(names), names)
+			}
+		}
+		if !strings.Contains(page, words[len(names)]+" plots") && !strings.Contains(page, words[len(names)]+" PNGs") {
+			t.Errorf("%s does not say make bench writes %s plots", p, words[len(names)])
+		}
+	}
+	commands := read(t, "docs/development/commands.md")
+	for _, n := range names {
+		if !strings.Contains(commands, "`"+n+"`") {
+			t.Errorf("docs/development/commands.md does not name the plot %s", n)
+		}
+	}
+}
