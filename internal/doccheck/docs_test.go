@@ -383,3 +383,28 @@ func TestBenchPlots(t *testing.T) {
 		}
 	}
 }
+
+// TestBootstrapCount: where the docs count the arm64 bootstraps, the
+// number is that of the Makefile's FUNCTIONS list.
+func TestBootstrapCount(t *testing.T) {
+	mk := strings.ReplaceAll(read(t, "Makefile"), "\\\n", " ")
+	m := regexp.MustCompile(`(?m)^FUNCTIONS :=(.*)$`).FindStringSubmatch(mk)
+	if m == nil {
+		t.Fatal("the Makefile has no FUNCTIONS := list")
+	}
+	n := len(strings.Fields(m[1]))
+	words := map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+	count := regexp.MustCompile(`\b(one|two|three|four|five|six|seven|eight|nine|ten)\s+(?:arm64\s+)?bootstraps\b`)
+	checked := 0
+	for _, p := range []string{"README.md", "docs/deploy.md", "docs/development/testing.md"} {
+		for _, c := range count.FindAllStringSubmatch(read(t, p), -1) {
+			checked++
+			if words[c[1]] != n {
+				t.Errorf("%s says %q; the Makefile's FUNCTIONS lists %d", p, c[0], n)
+			}
+		}
+	}
+	if checked < 3 {
+		t.Errorf("found only %d counts of bootstraps: is the pattern still right?", checked)
+	}
+}
