@@ -1,5 +1,6 @@
-# Set-up on a fresh machine (Go, Java 17+, Node/npm; Python 3 for lint and
-# deploy): see docs/getting-started.md.
+# Set-up on a fresh machine (Go, Java 17+, Node.js 20+ with npm; Python
+# 3.11 to 3.14 with venv for lint, sam-validate and deploy): see
+# docs/getting-started.md.
 #   make local   # serve the whole stack on http://127.0.0.1:3000
 #   make test    # every test, with its own DynamoDB Local
 #   make help    # every target
@@ -20,6 +21,15 @@ LINT_VENV := .tools/lint
 CFN_LINT_SERVERLESS_VERSION := 0.3.6
 CHECKOV_VERSION := 3.3.30
 OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
+# The Python the two venvs are made with: 3.11 (what CI runs) up to 3.14
+# (cfn-lint and cfn-lint-serverless, pinned above, declare <3.15; the
+# pinned aws-sam-cli, checkov and openapi-spec-validator ask for less).
+PYTHON ?= python3
+PYTHON_MIN := 3.11
+PYTHON_MAX := 3.14
+PYTHON_CHECK = $(PYTHON) -c 'import sys; lo, hi = (tuple(map(int, v.split("."))) for v in sys.argv[1:]); \
+  v = sys.version_info[:2]; sys.exit(0 if lo <= v <= hi else "$(PYTHON) is Python %d.%d; the pinned linters and SAM CLI need %s to %s" % (v + tuple(sys.argv[1:])))' \
+  $(PYTHON_MIN) $(PYTHON_MAX)
 ENV ?= dev
 PORT ?= 3000
 
@@ -230,11 +240,13 @@ build-check: ## check that .aws-sam/build's bootstraps are bin/'s (run sam build
 	$(GO) run ./cmd/samebuild $(foreach f,$(FUNCTIONS),bin/$(firstword $(subst :, ,$(f)))/bootstrap=.aws-sam/build/$(lastword $(subst :, ,$(f)))/bootstrap)
 
 $(SAM_VENV)/bin/sam $(SAM_VENV)/bin/cfn-lint:
-	python3 -m venv $(SAM_VENV)
+	@$(PYTHON_CHECK)
+	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_VERSION) cfn-lint==$(CFN_LINT_VERSION)
 
 $(LINT_VENV)/bin/checkov $(LINT_VENV)/bin/cfn-lint:
-	python3 -m venv $(LINT_VENV)
+	@$(PYTHON_CHECK)
+	$(PYTHON) -m venv $(LINT_VENV)
 	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION) \
 	  cfn-lint-serverless==$(CFN_LINT_SERVERLESS_VERSION) checkov==$(CHECKOV_VERSION)
 

@@ -408,3 +408,49 @@ func TestBootstrapCount(t *testing.T) {
 		t.Errorf("found only %d counts of bootstraps: is the pattern still right?", checked)
 	}
 }
+
+// TestToolVersions: the Node.js and Python versions the docs ask for are
+// the ones the project enforces: tools/package.json's engines (npm ci is
+// engine-strict through tools/.npmrc) and the Makefile's PYTHON_MIN and
+// PYTHON_MAX.
+func TestToolVersions(t *testing.T) {
+	engines := regexp.MustCompile(`"node":\s*">=(\d+)"`)
+	m := engines.FindStringSubmatch(read(t, "tools/package.json"))
+	if m == nil {
+		t.Fatal(`tools/package.json has no "engines": {"node": ">=N"}`)
+	}
+	node := m[1]
+	if lock := engines.FindStringSubmatch(read(t, "tools/package-lock.json")); lock == nil || lock[1] != node {
+		t.Errorf("tools/package-lock.json's root engines %v are not tools/package.json's >=%s", lock, node)
+	}
+	if !regexp.MustCompile(`(?m)^engine-strict=true$`).MatchString(read(t, "tools/.npmrc")) {
+		t.Error("tools/.npmrc does not make npm ci refuse an older Node.js (engine-strict=true)")
+	}
+	mk := read(t, "Makefile")
+	pyMin := regexp.MustCompile(`(?m)^PYTHON_MIN := (3\.\d+)$`).FindStringSubmatch(mk)
+	pyMax := regexp.MustCompile(`(?m)^PYTHON_MAX := (3\.\d+)$`).FindStringSubmatch(mk)
+	if pyMin == nil || pyMax == nil {
+		t.Fatal("the Makefile has no PYTHON_MIN := 3.N or PYTHON_MAX := 3.N")
+	}
+	nodeDoc := regexp.MustCompile(`Node\.js(?: with npm)?\s*\|?\s*(\d+)(\+| or later)`)
+	pyDoc := regexp.MustCompile(`Python\s*\|?\s*(3\.\d+)(\+| or later| to (3\.\d+))`)
+	found := map[string]int{}
+	for _, p := range []string{"README.md", "CONTRIBUTING.md", "docs/getting-started.md", "docs/deploy.md", "Makefile"} {
+		text := strings.Join(strings.Fields(strings.ReplaceAll(read(t, p), "\n#", "\n")), " ")
+		for _, d := range nodeDoc.FindAllStringSubmatch(text, -1) {
+			found["node"]++
+			if d[1] != node {
+				t.Errorf("%s asks for %q; tools/package.json's engines say >=%s", p, d[0], node)
+			}
+		}
+		for _, d := range pyDoc.FindAllStringSubmatch(text, -1) {
+			found["python"]++
+			if d[1] != pyMin[1] || (d[3] != "" && d[3] != pyMax[1]) {
+				t.Errorf("%s asks for %q; the Makefile checks for %s to %s", p, d[0], pyMin[1], pyMax[1])
+			}
+		}
+	}
+	if found["node"] < 3 || found["python"] < 3 {
+		t.Errorf("found only %v version statements: are the patterns still right?", found)
+	}
+}
