@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/exactlyonce/transfers/internal/cfn"
 )
 
@@ -452,5 +454,80 @@ func TestToolVersions(t *testing.T) {
 	}
 	if found["node"] < 3 || found["python"] < 3 {
 		t.Errorf("found only %v version statements: are the patterns still right?", found)
+	}
+}
+
+// TestCIWorkflow: the GitHub Actions workflow runs .ci/run within CI's
+// 90 minutes, with the versions the project asks for: Go from go.mod,
+// Java 17, tools/package.json's Node.js and the Makefile's PYTHON_MIN.
+func TestCIWorkflow(t *testing.T) {
+	var wf struct {
+		Jobs map[string]struct {
+			RunsOn         string `yaml:"runs-on"`
+			TimeoutMinutes int    `yaml:"timeout-minutes"`
+			Steps          []struct {
+				Uses string            `yaml:"uses"`
+				Run  string            `yaml:"run"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal([]byte(read(t, ".github/workflows/ci.yml")), &wf); err != nil {
+		t.Fatal(err)
+	}
+	if len(wf.Jobs) != 1 {
+		t.Fatalf("ci.yml has %d jobs, want 1", len(wf.Jobs))
+	}
+	node := regexp.MustCompile(`"node":\s*">=(\d+)"`).FindStringSubmatch(read(t, "tools/package.json"))
+	python := regexp.MustCompile(`(?m)^PYTHON_MIN := (3\.\d+)$`).FindStringSubmatch(read(t, "Makefile"))
+	if node == nil || python == nil {
+		t.Fatal("no Node.js engines in tools/package.json or PYTHON_MIN in the Makefile")
+	}
+	want := map[string][2]string{
+		"actions/setup-go":     {"go-version-file", "go.mod"},
+		"actions/setup-java":   {"java-version", "17"},
+		"actions/setup-node":   {"node-version", node[1]},
+		"actions/setup-python": {"python-version", python[1]},
+	}
+	for name, job := range wf.Jobs {
+		if job.RunsOn != "ubuntu-latest" || job.TimeoutMinutes != 90 {
+			t.Errorf("job %s runs on %q for %d minutes, want ubuntu-latest, 90", name, job.RunsOn, job.TimeoutMinutes)
+		}
+		seen := map[string]bool{}
+		last := ""
+		for _, s := range job.Steps {
+			action, _, _ := strings.Cut(s.Uses, "@")
+			if w, ok := want[action]; ok {
+				seen[action] = true
+				if s.With[w[0]] != w[1] {
+					t.Errorf("job %s: %s with %s: %q, want %q", name, action, w[0], s.With[w[0]], w[1])
+				}
+			}
+			if s.Run != "" {
+				last = strings.TrimSpace(s.Run)
+			}
+		}
+		for action := range want {
+			if !seen[action] {
+				t.Errorf("job %s does not set up %s", name, action)
+			}
+		}
+		if last != "bash .ci/run" {
+			t.Errorf("job %s's last command is %q, want bash .ci/run", name, last)
+		}
+	}
+}
+
+// TestSecurityNamesTheRepository: SECURITY.md sends reports to the
+// repository of go.mod's module path.
+func TestSecurityNamesTheRepository(t *testing.T) {
+	m := regexp.MustCompile(`(?m)^module (github\.com/\S+)$`).FindStringSubmatch(read(t, "go.mod"))
+	if m == nil {
+		t.Fatal("go.mod's module is not on github.com")
+	}
+	for _, want := range []string{"https://" + m[1], "https://" + m[1] + "/security/advisories/new"} {
+		if !strings.Contains(read(t, "SECURITY.md"), "("+want+")") {
+			t.Errorf("SECURITY.md does not link %s", want)
+		}
 	}
 }
