@@ -2,6 +2,7 @@ package doccheck
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -528,6 +529,69 @@ func TestSecurityNamesTheRepository(t *testing.T) {
 	for _, want := range []string{"https://" + m[1], "https://" + m[1] + "/security/advisories/new"} {
 		if !strings.Contains(read(t, "SECURITY.md"), "("+want+")") {
 			t.Errorf("SECURITY.md does not link %s", want)
+		}
+	}
+}
+
+// TestStackNamesExist: the stack outputs, table indexes and logical
+// resource IDs that the docs' AWS CLI commands name are the template's
+// (resources: template.yaml's, or template.cfn.json's after the SAM
+// transform).
+func TestStackNamesExist(t *testing.T) {
+	tpl := read(t, "template.yaml")
+	section := func(name string) map[string]bool {
+		out := map[string]bool{}
+		i := strings.Index(tpl, "\n"+name+":\n")
+		if i < 0 {
+			t.Fatalf("template.yaml has no %s section", name)
+		}
+		rest := tpl[i+len(name)+3:]
+		if j := regexp.MustCompile(`(?m)^[A-Za-z]`).FindStringIndex(rest); j != nil {
+			rest = rest[:j[0]]
+		}
+		for _, m := range regexp.MustCompile(`(?m)^  ([A-Za-z0-9]+):`).FindAllStringSubmatch(rest, -1) {
+			out[m[1]] = true
+		}
+		return out
+	}
+	outputs, resources := section("Outputs"), section("Resources")
+	// And those the SAM transform adds (the CodeDeploy application, ...).
+	var transformed struct{ Resources map[string]json.RawMessage }
+	if err := json.Unmarshal([]byte(read(t, "template.cfn.json")), &transformed); err != nil {
+		t.Fatal(err)
+	}
+	for id := range transformed.Resources {
+		resources[id] = true
+	}
+	indexes := map[string]bool{}
+	for _, m := range regexp.MustCompile(`IndexName: (\w+)`).FindAllStringSubmatch(tpl, -1) {
+		indexes[m[1]] = true
+	}
+	checks := []struct {
+		what    string
+		pattern *regexp.Regexp
+		names   map[string]bool
+	}{
+		{"stack output", regexp.MustCompile(`OutputKey=='(\w+)'`), outputs},
+		{"table index", regexp.MustCompile(`--index-name (\w+)`), indexes},
+		{"resource", regexp.MustCompile(`--logical-resource-id (\w+)`), resources},
+	}
+	checked := map[string]int{}
+	for _, p := range pages(t) {
+		for _, code := range codeSpans.FindAllString(read(t, p), -1) {
+			for _, c := range checks {
+				for _, m := range c.pattern.FindAllStringSubmatch(code, -1) {
+					checked[c.what]++
+					if !c.names[m[1]] {
+						t.Errorf("%s names the %s %s, which template.yaml does not have", p, c.what, m[1])
+					}
+				}
+			}
+		}
+	}
+	for _, c := range checks {
+		if checked[c.what] == 0 {
+			t.Errorf("no page names a %s: is the pattern still right?", c.what)
 		}
 	}
 }
