@@ -34,7 +34,7 @@ ENV ?= dev
 PORT ?= 3000
 
 .PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn qemu build \
-	build-check sam-validate deploy docs-parameters clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
+	build-check sam-validate deploy docs-parameters docs-licences clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
 
@@ -271,6 +271,14 @@ deploy: $(if $(filter $(SAM_VENV)/bin/sam,$(SAM)),$(SAM_VENV)/bin/sam) ## sam bu
 # internal/doccheck tests fail when it is stale.
 docs-parameters: ## regenerate docs/deploy.md's parameter table from template.yaml
 	$(GO) run ./cmd/paramtable
+
+# CONTRIBUTING.md's licence tables: the modules linked into each bootstrap
+# (built with the recipes below, read with debug/buildinfo), the other
+# modules the project builds with, and tools/'s npm packages, each with
+# its licence from internal/licences/licences.tsv; internal/doccheck's
+# TestLicenceTable fails when they are stale.
+docs-licences: ## regenerate CONTRIBUTING.md's licence tables from what the bootstraps link
+	$(GO) run ./cmd/licencetable
 
 clean: ## remove bin/, .aws-sam/ and .local/
 	rm -rf bin .aws-sam .local

@@ -347,7 +347,7 @@ func TestBareMakeInstallsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []string{"local", "test", "build", "deploy", "integration", "load", "sam-validate", "docs-parameters"} {
+	for _, target := range []string{"local", "test", "build", "deploy", "integration", "load", "sam-validate", "docs-parameters", "docs-licences"} {
 		if !regexp.MustCompile(`(?m)^  ` + target + `\s`).Match(help) {
 			t.Errorf("make help does not list %s:\n%s", target, help)
 		}
