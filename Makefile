@@ -133,9 +133,13 @@ endif
 
 # The end-to-end suite (integration/) against the deployed stack
 # STACK_NAME: cmd/stackenv reads its outputs and parameters with
-# DescribeStacks, requests are SigV4-signed with the default credentials.
-# SECOND_AWS_PROFILE=profile adds the second caller's case (see
-# docs/deploy.md). Without STACK_NAME, make test runs the suite locally.
+# DescribeStacks (in AWS_REGION, or the profile's region), requests are
+# SigV4-signed with the default credentials, which also write to the
+# stack's tables (and, with TableKmsKeyArn, use its key): the tests open
+# their own it- accounts there, and the run deletes them, by exact key,
+# when it ends (docs/deploy.md, "Test a deployed stack").
+# SECOND_AWS_PROFILE=profile adds the second caller's case. Without
+# STACK_NAME, make test runs the suite locally.
 integration: ## the end-to-end suite against a deployed stack (STACK_NAME=name)
 	@test -n '$(STACK_NAME)' || { echo "make integration needs STACK_NAME=<stack name> (the local suite runs in make test)"; exit 2; }
 	@env=$$($(GO) run ./cmd/stackenv -stack '$(STACK_NAME)') || exit 1; eval "$$env"; \
