@@ -1,5 +1,6 @@
-# Set-up on a fresh machine (Go, Java 17+, Node/npm; Python 3 for lint and
-# deploy): see docs/getting-started.md.
+# Set-up on a fresh machine (Go, Java 17+, Node.js 20+ with npm; Python
+# 3.11 to 3.14 with venv for lint, sam-validate and deploy): see
+# docs/getting-started.md.
 #   make local   # serve the whole stack on http://127.0.0.1:3000
 #   make test    # every test, with its own DynamoDB Local
 #   make help    # every target
@@ -20,11 +21,20 @@ LINT_VENV := .tools/lint
 CFN_LINT_SERVERLESS_VERSION := 0.3.6
 CHECKOV_VERSION := 3.3.30
 OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
+# The Python the two venvs are made with: 3.11 (what CI runs) up to 3.14
+# (cfn-lint and cfn-lint-serverless, pinned above, declare <3.15; the
+# pinned aws-sam-cli, checkov and openapi-spec-validator ask for less).
+PYTHON ?= python3
+PYTHON_MIN := 3.11
+PYTHON_MAX := 3.14
+PYTHON_CHECK = $(PYTHON) -c 'import sys; lo, hi = (tuple(map(int, v.split("."))) for v in sys.argv[1:]); \
+  v = sys.version_info[:2]; sys.exit(0 if lo <= v <= hi else "$(PYTHON) is Python %d.%d; the pinned linters and SAM CLI need %s to %s" % (v + tuple(sys.argv[1:])))' \
+  $(PYTHON_MIN) $(PYTHON_MAX)
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: docs-costs help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn qemu build \
-	build-check sam-validate deploy docs-parameters clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
+.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn qemu build \
+	build-check sam-validate deploy docs-parameters docs-licences docs-costs clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
 
@@ -123,9 +133,13 @@ endif
 
 # The end-to-end suite (integration/) against the deployed stack
 # STACK_NAME: cmd/stackenv reads its outputs and parameters with
-# DescribeStacks, requests are SigV4-signed with the default credentials.
-# SECOND_AWS_PROFILE=profile adds the second caller's case (see
-# docs/deploy.md). Without STACK_NAME, make test runs the suite locally.
+# DescribeStacks (in AWS_REGION, or the profile's region), requests are
+# SigV4-signed with the default credentials, which also write to the
+# stack's tables (and, with TableKmsKeyArn, use its key): the tests open
+# their own it- accounts there, and the run deletes them, by exact key,
+# when it ends (docs/deploy.md, "Test a deployed stack").
+# SECOND_AWS_PROFILE=profile adds the second caller's case. Without
+# STACK_NAME, make test runs the suite locally.
 integration: ## the end-to-end suite against a deployed stack (STACK_NAME=name)
 	@test -n '$(STACK_NAME)' || { echo "make integration needs STACK_NAME=<stack name> (the local suite runs in make test)"; exit 2; }
 	@env=$$($(GO) run ./cmd/stackenv -stack '$(STACK_NAME)') || exit 1; eval "$$env"; \
@@ -136,7 +150,9 @@ integration: ## the end-to-end suite against a deployed stack (STACK_NAME=name)
 # pattern and DynamoDB Local's own rate at 1, 8 and 32 clients, end to end
 # against a replay of the database operations, CPU per request and cold
 # starts, in one run. Prints the targets with PASS/FAIL (exit 1 on a
-# FAIL) and writes bench/results/<date>.md with its plots (PNG).
+# FAIL) and writes bench/results/<date>.md with its four plots (PNG):
+# <date>-throughput.png, -latency-cdf.png, -throughput-off.png and
+# -end-to-end.png.
 # BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-cell 2s -rounds 5'.
 bench: deps ## the benchmark: targets with PASS/FAIL, bench/results/<date>.md (BENCH_FLAGS)
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
@@ -228,11 +244,13 @@ build-check: ## check that .aws-sam/build's bootstraps are bin/'s (run sam build
 	$(GO) run ./cmd/samebuild $(foreach f,$(FUNCTIONS),bin/$(firstword $(subst :, ,$(f)))/bootstrap=.aws-sam/build/$(lastword $(subst :, ,$(f)))/bootstrap)
 
 $(SAM_VENV)/bin/sam $(SAM_VENV)/bin/cfn-lint:
-	python3 -m venv $(SAM_VENV)
+	@$(PYTHON_CHECK)
+	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_VERSION) cfn-lint==$(CFN_LINT_VERSION)
 
 $(LINT_VENV)/bin/checkov $(LINT_VENV)/bin/cfn-lint:
-	python3 -m venv $(LINT_VENV)
+	@$(PYTHON_CHECK)
+	$(PYTHON) -m venv $(LINT_VENV)
 	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check cfn-lint==$(CFN_LINT_VERSION) \
 	  cfn-lint-serverless==$(CFN_LINT_SERVERLESS_VERSION) checkov==$(CHECKOV_VERSION)
 
@@ -262,6 +280,14 @@ docs-parameters: ## regenerate docs/deploy.md's parameter table from template.ya
 # DynamoDB operations, measured on the local stack (TestCostTable).
 docs-costs: deps ## regenerate docs/deploy.md's cost tables
 	$(GO) test -count=1 -run '^TestCostTable$$' ./internal/bench/e2e/ -args -update-costs
+
+# CONTRIBUTING.md's licence tables: the modules linked into each bootstrap
+# (built with the recipes below, read with debug/buildinfo), the other
+# modules the project builds with, and tools/'s npm packages, each with
+# its licence from internal/licences/licences.tsv; internal/doccheck's
+# TestLicenceTable fails when they are stale.
+docs-licences: ## regenerate CONTRIBUTING.md's licence tables from what the bootstraps link
+	$(GO) run ./cmd/licencetable
 
 clean: ## remove bin/, .aws-sam/ and .local/
 	rm -rf bin .aws-sam .local

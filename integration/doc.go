@@ -45,11 +45,26 @@
 // Requests are SigV4-signed (service execute-api, region AWS_REGION) with
 // the ambient credentials of the AWS SDK's default chain (AWS_PROFILE,
 // environment, SSO, ...); the signing principal is the caller. Those
-// credentials also need dynamodb:PutItem, GetItem and UpdateItem on both
-// tables: test accounts are opened directly in LEDGER_TABLE (ids starting
-// with "it-", owned by the caller that uses them, left in place
-// afterwards), and the cases that prove nothing was stored read
-// IDEMPOTENCY_TABLE.
+// credentials also write to the tables (docs/deploy.md, "Test a deployed
+// stack", lists every permission): test accounts are opened directly in
+// LEDGER_TABLE (ids "it-<label>-<run id>-<n>", owned by the caller that
+// uses them), the cases that prove nothing was stored read
+// IDEMPOTENCY_TABLE, and two cases write a record there themselves.
+//
+// # Clean-up
+//
+// When the tests end, pass or fail, TestMain removes by exact key what
+// the run wrote outside the API (cleanup_test.go): every item under each
+// account id the run generated (the account, its entries, the void
+// markers of refused legs, in LEDGER_TABLE), and the records it wrote
+// itself, if no workflow has taken them up since. An account of a
+// transfer still pending a minute after the tests is kept, so that no
+// leg, refund or sweep finds it gone; the run prints what it deleted and
+// what it kept. Against the local stack the run then fails if its
+// accounts left anything in the ledger that it did not report. What it
+// leaves: the idempotency records the API made (each expires
+// RetentionHours after it settles, by the table's TTL), the executions
+// (Step Functions keeps them 90 days) and the logs.
 //
 // Optional:
 //   - STATE_MACHINE_ARN: with states:ListExecutions and
@@ -69,8 +84,9 @@
 // owner is the caller's scope), so the tests run as they would under
 // AccountOwnership=enforce.
 //
-// The case that holds a transfer in progress writes its idempotency record
-// directly and never starts a workflow for it; on a deployed stack the
-// sweeper settles that record (as FAILED, nothing moved) once it is older
-// than StuckAfterSeconds.
+// The cases that hold a transfer in progress write its idempotency record
+// directly and never start a workflow for it; the clean-up deletes those
+// records. One the sweeper reached first (a stack whose StuckAfterSeconds
+// is shorter than the run) was resumed by it: its transfer then runs to
+// completion between the run's own accounts, which the clean-up keeps.
 package integration

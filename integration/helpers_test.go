@@ -34,13 +34,23 @@ const maxVisibleEntries = 20
 
 var seq atomic.Int64
 
-// uniqueID is an id unique to this run: prefix, run id, sequence.
+// uniqueID is an id unique to this run: prefix, run id, sequence. Every
+// id but a key's may name a ledger account, opened or not (a debit of an
+// unknown account leaves a void marker under its id), so it is noted for
+// the clean-up at the end of the run.
 func uniqueID(prefix string) string {
-	return fmt.Sprintf("it-%s-%s-%d", prefix, runID, seq.Add(1))
+	id := fmt.Sprintf("it-%s-%s-%d", prefix, runID, seq.Add(1))
+	if prefix != keyPrefix {
+		runWrites.noteAccount(id)
+	}
+	return id
 }
 
+// keyPrefix starts the Idempotency-Keys of newKey.
+const keyPrefix = "key"
+
 // newKey is a fresh Idempotency-Key.
-func newKey() string { return uniqueID("key") + "-" + randomHex(4) }
+func newKey() string { return uniqueID(keyPrefix) + "-" + randomHex(4) }
 
 // book is the set of accounts one case opened, with their opening
 // balances. Opening it registers the conservation check that runs when the

@@ -75,6 +75,7 @@ type target struct {
 	ledger       *ledger.Ledger
 	records      *idempotency.Store
 	recordsTable string
+	ledgerTable  string
 	// executions counts the executions of a key; nil when the deployed
 	// stack's state machine is not known.
 	executions *executionIndex
@@ -96,7 +97,7 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "integration: deployed stack at %s: %v\n", apiURL, err)
 			return 1
 		}
-		return m.Run()
+		return cleanUpAfter(m.Run())
 	}
 
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -145,7 +146,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
 		return 1
 	}
-	return m.Run()
+	return cleanUpAfter(m.Run())
 }
 
 // localTarget drives the in-process stack. Callers are named by bearer
@@ -243,6 +244,7 @@ func (t *target) useTables(cfg aws.Config, ledgerTable, recordsTable string) err
 	t.ledger = led
 	t.records = idempotency.NewStore(t.db, recordsTable)
 	t.recordsTable = recordsTable
+	t.ledgerTable = ledgerTable
 	return nil
 }
 

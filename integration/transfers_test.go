@@ -281,6 +281,7 @@ func holdInProgress(t testing.TB, c *caller, key string, req transferRequest) st
 	if err != nil {
 		t.Fatalf("mark key %q IN_PROGRESS: %v", key, err)
 	}
+	runWrites.noteHeld(rec.Key)
 	return rec.ResourceID
 }
 

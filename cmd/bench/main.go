@@ -1,8 +1,10 @@
 // Command bench runs the project's benchmark (internal/bench) on a local
 // stack it starts, prints the results as markdown with each target's
 // PASS or FAIL, and writes them, with the plots, under bench/results/:
-// <date>.md, and the PNGs of bench.Result.Plots (<date>-throughput.png,
-// the default configuration's request path, first). It exits non-zero
+// <date>.md, and the four PNGs of bench.Result.Plots (<date>-throughput.png,
+// the default configuration's request path, first; then
+// <date>-latency-cdf.png, <date>-throughput-off.png and
+// <date>-end-to-end.png). It exits non-zero
 // when a target fails.
 //
 //	go run ./cmd/bench [-cell 400ms] [-rounds 8] [-out bench/results]

@@ -2,6 +2,7 @@ package doccheck
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/exactlyonce/transfers/internal/cfn"
 )
@@ -344,9 +347,251 @@ func TestBareMakeInstallsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []string{"local", "test", "build", "deploy", "integration", "load", "sam-validate", "docs-parameters"} {
+	for _, target := range []string{"local", "test", "build", "deploy", "integration", "load", "sam-validate", "docs-parameters", "docs-licences"} {
 		if !regexp.MustCompile(`(?m)^  ` + target + `\s`).Match(help) {
 			t.Errorf("make help does not list %s:\n%s", target, help)
+		}
+	}
+}
+
+// TestBenchPlots: the plots docs/development/commands.md says make bench
+// writes are those internal/bench's Plots writes, by name and number.
+func TestBenchPlots(t *testing.T) {
+	var names []string
+	for _, m := range regexp.MustCompile(`date ?\+ ?"(-[a-z-]+\.png)"`).FindAllStringSubmatch(read(t, "internal/bench/plots.go"), -1) {
+		names = append(names, "<date>"+m[1])
+	}
+	if len(names) < 2 {
+		t.Fatalf("read %d plot names from internal/bench/plots.go: is the pattern still right?", len(names))
+	}
+	words := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
+	if len(names) >= len(words) {
+		t.Fatalf("%d plots: extend the number words", len(names))
+	}
+	for _, p := range []string{"docs/development/commands.md", "docs/development/performance.md"} {
+		page := read(t, p)
+		for _, w := range words {
+			if n := regexp.MustCompile(`\b` + w + ` (plots|PNGs)\b`); n.MatchString(page) && w != words[len(names)] {
+				t.Errorf("%s says %q; make bench writes %d: %q", p, n.FindString(page), len(names), names)
+			}
+		}
+		if !strings.Contains(page, words[len(names)]+" plots") && !strings.Contains(page, words[len(names)]+" PNGs") {
+			t.Errorf("%s does not say make bench writes %s plots", p, words[len(names)])
+		}
+	}
+	commands := read(t, "docs/development/commands.md")
+	for _, n := range names {
+		if !strings.Contains(commands, "`"+n+"`") {
+			t.Errorf("docs/development/commands.md does not name the plot %s", n)
+		}
+	}
+}
+
+// TestBootstrapCount: where the docs count the arm64 bootstraps, the
+// number is that of the Makefile's FUNCTIONS list.
+func TestBootstrapCount(t *testing.T) {
+	mk := strings.ReplaceAll(read(t, "Makefile"), "\\\n", " ")
+	m := regexp.MustCompile(`(?m)^FUNCTIONS :=(.*)$`).FindStringSubmatch(mk)
+	if m == nil {
+		t.Fatal("the Makefile has no FUNCTIONS := list")
+	}
+	n := len(strings.Fields(m[1]))
+	words := map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+	count := regexp.MustCompile(`\b(one|two|three|four|five|six|seven|eight|nine|ten)\s+(?:arm64\s+)?bootstraps\b`)
+	checked := 0
+	for _, p := range []string{"README.md", "docs/deploy.md", "docs/development/testing.md"} {
+		for _, c := range count.FindAllStringSubmatch(read(t, p), -1) {
+			checked++
+			if words[c[1]] != n {
+				t.Errorf("%s says %q; the Makefile's FUNCTIONS lists %d", p, c[0], n)
+			}
+		}
+	}
+	if checked < 3 {
+		t.Errorf("found only %d counts of bootstraps: is the pattern still right?", checked)
+	}
+}
+
+// TestToolVersions: the Node.js and Python versions the docs ask for are
+// the ones the project enforces: tools/package.json's engines (npm ci is
+// engine-strict through tools/.npmrc) and the Makefile's PYTHON_MIN and
+// PYTHON_MAX.
+func TestToolVersions(t *testing.T) {
+	engines := regexp.MustCompile(`"node":\s*">=(\d+)"`)
+	m := engines.FindStringSubmatch(read(t, "tools/package.json"))
+	if m == nil {
+		t.Fatal(`tools/package.json has no "engines": {"node": ">=N"}`)
+	}
+	node := m[1]
+	if lock := engines.FindStringSubmatch(read(t, "tools/package-lock.json")); lock == nil || lock[1] != node {
+		t.Errorf("tools/package-lock.json's root engines %v are not tools/package.json's >=%s", lock, node)
+	}
+	if !regexp.MustCompile(`(?m)^engine-strict=true$`).MatchString(read(t, "tools/.npmrc")) {
+		t.Error("tools/.npmrc does not make npm ci refuse an older Node.js (engine-strict=true)")
+	}
+	mk := read(t, "Makefile")
+	pyMin := regexp.MustCompile(`(?m)^PYTHON_MIN := (3\.\d+)$`).FindStringSubmatch(mk)
+	pyMax := regexp.MustCompile(`(?m)^PYTHON_MAX := (3\.\d+)$`).FindStringSubmatch(mk)
+	if pyMin == nil || pyMax == nil {
+		t.Fatal("the Makefile has no PYTHON_MIN := 3.N or PYTHON_MAX := 3.N")
+	}
+	nodeDoc := regexp.MustCompile(`Node\.js(?: with npm)?\s*\|?\s*(\d+)(\+| or later)`)
+	pyDoc := regexp.MustCompile(`Python\s*\|?\s*(3\.\d+)(\+| or later| to (3\.\d+))`)
+	found := map[string]int{}
+	for _, p := range []string{"README.md", "CONTRIBUTING.md", "docs/getting-started.md", "docs/deploy.md", "Makefile"} {
+		text := strings.Join(strings.Fields(strings.ReplaceAll(read(t, p), "\n#", "\n")), " ")
+		for _, d := range nodeDoc.FindAllStringSubmatch(text, -1) {
+			found["node"]++
+			if d[1] != node {
+				t.Errorf("%s asks for %q; tools/package.json's engines say >=%s", p, d[0], node)
+			}
+		}
+		for _, d := range pyDoc.FindAllStringSubmatch(text, -1) {
+			found["python"]++
+			if d[1] != pyMin[1] || (d[3] != "" && d[3] != pyMax[1]) {
+				t.Errorf("%s asks for %q; the Makefile checks for %s to %s", p, d[0], pyMin[1], pyMax[1])
+			}
+		}
+	}
+	if found["node"] < 3 || found["python"] < 3 {
+		t.Errorf("found only %v version statements: are the patterns still right?", found)
+	}
+}
+
+// TestCIWorkflow: the GitHub Actions workflow runs .ci/run within CI's
+// 90 minutes, with the versions the project asks for: Go from go.mod,
+// Java 17, tools/package.json's Node.js and the Makefile's PYTHON_MIN.
+func TestCIWorkflow(t *testing.T) {
+	var wf struct {
+		Jobs map[string]struct {
+			RunsOn         string `yaml:"runs-on"`
+			TimeoutMinutes int    `yaml:"timeout-minutes"`
+			Steps          []struct {
+				Uses string            `yaml:"uses"`
+				Run  string            `yaml:"run"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal([]byte(read(t, ".github/workflows/ci.yml")), &wf); err != nil {
+		t.Fatal(err)
+	}
+	if len(wf.Jobs) != 1 {
+		t.Fatalf("ci.yml has %d jobs, want 1", len(wf.Jobs))
+	}
+	node := regexp.MustCompile(`"node":\s*">=(\d+)"`).FindStringSubmatch(read(t, "tools/package.json"))
+	python := regexp.MustCompile(`(?m)^PYTHON_MIN := (3\.\d+)$`).FindStringSubmatch(read(t, "Makefile"))
+	if node == nil || python == nil {
+		t.Fatal("no Node.js engines in tools/package.json or PYTHON_MIN in the Makefile")
+	}
+	want := map[string][2]string{
+		"actions/setup-go":     {"go-version-file", "go.mod"},
+		"actions/setup-java":   {"java-version", "17"},
+		"actions/setup-node":   {"node-version", node[1]},
+		"actions/setup-python": {"python-version", python[1]},
+	}
+	for name, job := range wf.Jobs {
+		if job.RunsOn != "ubuntu-latest" || job.TimeoutMinutes != 90 {
+			t.Errorf("job %s runs on %q for %d minutes, want ubuntu-latest, 90", name, job.RunsOn, job.TimeoutMinutes)
+		}
+		seen := map[string]bool{}
+		last := ""
+		for _, s := range job.Steps {
+			action, _, _ := strings.Cut(s.Uses, "@")
+			if w, ok := want[action]; ok {
+				seen[action] = true
+				if s.With[w[0]] != w[1] {
+					t.Errorf("job %s: %s with %s: %q, want %q", name, action, w[0], s.With[w[0]], w[1])
+				}
+			}
+			if s.Run != "" {
+				last = strings.TrimSpace(s.Run)
+			}
+		}
+		for action := range want {
+			if !seen[action] {
+				t.Errorf("job %s does not set up %s", name, action)
+			}
+		}
+		if last != "bash .ci/run" {
+			t.Errorf("job %s's last command is %q, want bash .ci/run", name, last)
+		}
+	}
+}
+
+// TestSecurityNamesTheRepository: SECURITY.md sends reports to the
+// repository of go.mod's module path.
+func TestSecurityNamesTheRepository(t *testing.T) {
+	m := regexp.MustCompile(`(?m)^module (github\.com/\S+)$`).FindStringSubmatch(read(t, "go.mod"))
+	if m == nil {
+		t.Fatal("go.mod's module is not on github.com")
+	}
+	for _, want := range []string{"https://" + m[1], "https://" + m[1] + "/security/advisories/new"} {
+		if !strings.Contains(read(t, "SECURITY.md"), "("+want+")") {
+			t.Errorf("SECURITY.md does not link %s", want)
+		}
+	}
+}
+
+// TestStackNamesExist: the stack outputs, table indexes and logical
+// resource IDs that the docs' AWS CLI commands name are the template's
+// (resources: template.yaml's, or template.cfn.json's after the SAM
+// transform).
+func TestStackNamesExist(t *testing.T) {
+	tpl := read(t, "template.yaml")
+	section := func(name string) map[string]bool {
+		out := map[string]bool{}
+		i := strings.Index(tpl, "\n"+name+":\n")
+		if i < 0 {
+			t.Fatalf("template.yaml has no %s section", name)
+		}
+		rest := tpl[i+len(name)+3:]
+		if j := regexp.MustCompile(`(?m)^[A-Za-z]`).FindStringIndex(rest); j != nil {
+			rest = rest[:j[0]]
+		}
+		for _, m := range regexp.MustCompile(`(?m)^  ([A-Za-z0-9]+):`).FindAllStringSubmatch(rest, -1) {
+			out[m[1]] = true
+		}
+		return out
+	}
+	outputs, resources := section("Outputs"), section("Resources")
+	// And those the SAM transform adds (the CodeDeploy application, ...).
+	var transformed struct{ Resources map[string]json.RawMessage }
+	if err := json.Unmarshal([]byte(read(t, "template.cfn.json")), &transformed); err != nil {
+		t.Fatal(err)
+	}
+	for id := range transformed.Resources {
+		resources[id] = true
+	}
+	indexes := map[string]bool{}
+	for _, m := range regexp.MustCompile(`IndexName: (\w+)`).FindAllStringSubmatch(tpl, -1) {
+		indexes[m[1]] = true
+	}
+	checks := []struct {
+		what    string
+		pattern *regexp.Regexp
+		names   map[string]bool
+	}{
+		{"stack output", regexp.MustCompile(`OutputKey=='(\w+)'`), outputs},
+		{"table index", regexp.MustCompile(`--index-name (\w+)`), indexes},
+		{"resource", regexp.MustCompile(`--logical-resource-id (\w+)`), resources},
+	}
+	checked := map[string]int{}
+	for _, p := range pages(t) {
+		for _, code := range codeSpans.FindAllString(read(t, p), -1) {
+			for _, c := range checks {
+				for _, m := range c.pattern.FindAllStringSubmatch(code, -1) {
+					checked[c.what]++
+					if !c.names[m[1]] {
+						t.Errorf("%s names the %s %s, which template.yaml does not have", p, c.what, m[1])
+					}
+				}
+			}
+		}
+	}
+	for _, c := range checks {
+		if checked[c.what] == 0 {
+			t.Errorf("no page names a %s: is the pattern still right?", c.what)
 		}
 	}
 }

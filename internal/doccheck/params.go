@@ -1,7 +1,10 @@
 // Package doccheck keeps the docs' checkable claims true: the parameter
 // table of docs/deploy.md is generated from template.yaml (ParameterTable,
-// `make docs-parameters`), and its tests check that every make target,
-// port, stage name and relative link the docs name exists.
+// `make docs-parameters`), CONTRIBUTING.md's licence tables from the
+// bootstraps (internal/licences, `make docs-licences`), and its tests
+// check that every make target, port, stage name, relative link, stack
+// output, index and cmd/seed example the docs name exists or is accepted,
+// and that the tool versions and the CI workflow agree with the docs.
 package doccheck
 
 import (

@@ -261,6 +261,12 @@ const createdAtLayout = "2006-01-02T15:04:05.000Z07:00"
 
 func accountPK(accountID string) string { return accountPrefix + accountID }
 
+// PartitionKey is the LedgerTable partition key (pk) of an account: the
+// account's item and every entry and void marker posted to it are stored
+// under it, so a query on it finds all that the ledger holds of the
+// account (the end-to-end suite removes its own test accounts so).
+func PartitionKey(accountID string) string { return accountPK(accountID) }
+
 func entrySK(transferID string, k Kind) string {
 	return legPrefix + transferID + "#" + string(k)
 }

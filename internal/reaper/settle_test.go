@@ -128,6 +128,20 @@ func TestSettle(t *testing.T) {
 			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeAborted, reversed: true},
 		},
 		{
+			// The stop came too late: the money has moved, and the
+			// transfer completes.
+			name:      "aborted by an operator after the credit: completed",
+			reference: runRef,
+			setup: func(t *testing.T, e *env, f fixture) {
+				arn := e.runExecution(t, f)
+				e.markInProgress(t, f)
+				e.post(t, f, debit, credit)
+				e.abort(t, arn)
+			},
+			want:  reaper.OutcomeCompleted,
+			final: &settled{status: idempotency.StatusCompleted},
+		},
+		{
 			name:      "debit refused, then aborted before the workflow stored it: failed with the refusal",
 			reference: runRef,
 			setup: func(t *testing.T, e *env, f fixture) {
