@@ -265,8 +265,8 @@ type run struct {
 	own        map[string][]string
 	handedOver map[string]bool
 	pool       []accepted
-	later    []pending
-	failures []string
+	later      []pending
+	failures   []string
 
 	// lateForbidden are transfers of a caller who does not own the
 	// source account that were answered as accepted: each must settle
