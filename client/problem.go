@@ -104,7 +104,7 @@ type FieldError struct {
 // Error describes the problem.
 func (p *Problem) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "transfers: %d", p.Status)
+	fmt.Fprintf(&b, "%d", p.Status)
 	if p.Code != "" {
 		fmt.Fprintf(&b, " %s", p.Code)
 	}
