@@ -62,6 +62,8 @@ local: deps ## serve the whole stack on 127.0.0.1:3000 (PORT=N, SEED=0, DATA_DIR
 
 # Every test, including the end-to-end ones against the local stack; each
 # test binary that needs DynamoDB starts and stops its own DynamoDB Local.
+# Then the tests of the public client, its own module (client/), which
+# ./... does not enter.
 # Every call of the local stacks is checked against the IAM policies of
 # template.cfn.json; afterwards cmd/iamreport lists the grants no call
 # used. internal/shipped runs the arm64 bootstraps under qemu-aarch64
@@ -71,6 +73,7 @@ test: deps qemu ## every test, each test binary with its own DynamoDB Local; the
 	  echo "IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./..." && \
 	  IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./... && \
 	  $(GO) run ./cmd/iamreport "$$dir"
+	cd client && $(GO) test -race -count=1 ./...
 
 # qemu-aarch64 (Debian's qemu-user) runs the arm64 bootstraps in
 # internal/shipped; without root or apt-get it says why, and that test
@@ -162,6 +165,7 @@ lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofm
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags integration ./...
 	$(GO) tool staticcheck -tags integration ./...
+	cd client && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
 
 # cfn-lint with the serverless rules, and checkov. Suppressions are in the
 # template's Metadata, each with its reason. Then the template as

@@ -128,6 +128,10 @@ func Shipped(ctx context.Context, root string) (map[string][]string, error) {
 	return out, nil
 }
 
+// ownModules prefixes the project's own modules (the public client, in
+// client/), which the root requires through a replace: no third party's.
+const ownModules = "github.com/exactlyonce/transfers/"
+
 // Used returns the third-party modules of every package the project
 // builds on this machine, its tests included (go list -deps -test -tags
 // integration ./...), and of its go tools (go list -deps tool).
@@ -147,7 +151,9 @@ func Used(ctx context.Context, root string) ([]string, error) {
 			return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
 		}
 		for _, m := range strings.Fields(string(b)) {
-			seen[m] = true
+			if !strings.HasPrefix(m, ownModules) {
+				seen[m] = true
+			}
 		}
 	}
 	return slices.Sorted(maps.Keys(seen)), nil

@@ -69,17 +69,22 @@ type identity struct {
 	User                          string  `json:"user"`
 }
 
-// Caller is the IAM user a request is made as.
+// Caller is the IAM principal a request is made as.
 type Caller struct {
-	// Name is the IAM user name.
+	// Name is the IAM user name (ROLE/SESSION for an assumed role, root
+	// for the root user).
 	Name string
-	// UserID is the IAM unique id ("AIDA..."), identity.user and
+	// UserID is the IAM unique id ("AIDA..." for a user,
+	// "AROA...:SESSION" for an assumed role), identity.user and
 	// identity.caller.
 	UserID string
 	// AccessKeyID is the access key id ("AKIA..."), identity.accessKey.
 	AccessKeyID string
-	// ARN is arn:aws:iam::<account>:user/<Name>, identity.userArn.
+	// ARN is arn:aws:iam::<account>:user/<Name> for a user,
+	// identity.userArn.
 	ARN string
+	// AccountID is the principal's account, identity.accountId.
+	AccountID string
 }
 
 // NewCaller returns the caller of a user name in an account. The ids are
@@ -90,6 +95,7 @@ func NewCaller(accountID, name string) Caller {
 		UserID:      "AIDA" + derivedID("user", accountID, name, 17),
 		AccessKeyID: "AKIA" + derivedID("key", accountID, name, 16),
 		ARN:         "arn:aws:iam::" + accountID + ":user/" + name,
+		AccountID:   accountID,
 	}
 }
 

@@ -109,7 +109,13 @@ type Config struct {
 	ReadTimeout    time.Duration
 	IdleTimeout    time.Duration
 	MaxHeaderBytes int
-	// Now is the clock of requestTime (time.Now).
+	// Credentials, when set, turn on SigV4 mode (see Server): the access
+	// keys the server knows, by access key id. nil keeps the Bearer mode.
+	Credentials map[string]Credential
+	// Region is the Region SigV4 signatures must be scoped to
+	// (DefaultRegion).
+	Region string
+	// Now is the clock of requestTime and of signatures' dates (time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -125,16 +131,42 @@ type RateLimit struct {
 //
 // Authorization: the deployed API uses AWS_IAM authorization, where API
 // Gateway verifies the SigV4 signature and fills requestContext.identity
-// with the signer's IAM identity. Locally there are no credentials: the
-// caller names itself with "Authorization: Bearer <name>", name being an
-// IAM user name (1-64 characters of [A-Za-z0-9+=,.@_-]), and the identity
-// is that of IAM user <name> in the account (see NewCaller). A request
-// without an Authorization header is made as user "local". A present
-// Authorization header that is not a Bearer token with a valid name is
-// refused with 403 and the JSON body API Gateway sends for requests
-// without valid IAM authentication, {"message": "Missing Authentication
-// Token"} (x-amzn-ErrorType MissingAuthenticationTokenException); a SigV4
-// Authorization header is refused too, as nothing checks it locally.
+// with the signer's IAM identity. The server has two modes.
+//
+// In the Bearer mode (the default, without Config.Credentials) there are
+// no credentials: the caller names itself with "Authorization: Bearer
+// <name>", name being an IAM user name (1-64 characters of
+// [A-Za-z0-9+=,.@_-]), and the identity is that of IAM user <name> in the
+// account (see NewCaller). A request without an Authorization header is
+// made as user "local". A present Authorization header that is not a
+// Bearer token with a valid name is refused with 403 and the JSON body API
+// Gateway sends for requests without valid IAM authentication,
+// {"message": "Missing Authentication Token"} (x-amzn-ErrorType
+// MissingAuthenticationTokenException); a SigV4 Authorization header is
+// refused too, as nothing checks it in this mode.
+//
+// In the SigV4 mode (Config.Credentials set) every request must be signed
+// with one of the known keys, as API Gateway requires: the Authorization
+// header's Credential, SignedHeaders and Signature are parsed, the
+// credential scope must be the request's X-Amz-Date, Config.Region,
+// execute-api and aws4_request, X-Amz-Date within MaxClockSkew of the
+// server's clock, and X-Amz-Security-Token the key's session token when it
+// has one; then the signature is computed again over the request's method,
+// path, query, signed headers and body hash with the key's secret (the
+// SDK's v4.Signer, at the request's X-Amz-Date) and must be the one sent.
+// The identity is the key's principal (PrincipalCaller). The refusals are
+// API Gateway's (AWS's "How do I troubleshoot HTTP 403 errors from API
+// Gateway?"), all 403: no Authorization header is
+// MISSING_AUTHENTICATION_TOKEN; a header that is not a complete SigV4
+// one, a scope, date or signature that does not match are
+// INVALID_SIGNATURE (x-amzn-ErrorType IncompleteSignatureException or
+// InvalidSignatureException, "Signature expired: ..." for an old date);
+// an unknown key or a session token that is not the key's is
+// ACCESS_DENIED ("The security token included in the request is
+// invalid."); a key past its Credential.Expires is EXPIRED_TOKEN. Only
+// the Authorization header form is verified: a signature in the query
+// string (a presigned URL) is not, and such a request is refused as
+// unsigned. A Bearer header is refused as an incomplete signature.
 //
 // Unlike API Gateway, which answers 403 Missing Authentication Token for
 // any unknown resource or method, the server answers 404 for a path no
@@ -143,7 +175,8 @@ type RateLimit struct {
 //
 // With Config.Definition, every refusal of the server is the definition's
 // gateway response for its type (a 404 is RESOURCE_NOT_FOUND, a 405
-// DEFAULT_4XX, a refused caller MISSING_AUTHENTICATION_TOKEN, a body over
+// DEFAULT_4XX, a refused caller MISSING_AUTHENTICATION_TOKEN (or, in the
+// SigV4 mode, INVALID_SIGNATURE, ACCESS_DENIED or EXPIRED_TOKEN), a body over
 // MaxBodyBytes REQUEST_TOO_LARGE, a caller over Config.CallerRate
 // WAF_FILTERED, the request validator's refusals
 // BAD_REQUEST_PARAMETERS and BAD_REQUEST_BODY, a function error
@@ -165,6 +198,9 @@ type Server struct {
 	limiter *callerLimiter
 	// waits applies Config.WaitRate; nil without one.
 	waits *callerLimiter
+	// keys are Config.Credentials with their callers; nil in the Bearer
+	// mode.
+	keys map[string]signingKey
 }
 
 // DefaultCaller is the caller of requests without an Authorization header.
@@ -198,6 +234,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -251,6 +290,11 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if len(cfg.Definition) > 0 {
 		if err := s.loadDefinition(cfg.Definition); err != nil {
+			return nil, err
+		}
+	}
+	if len(cfg.Credentials) > 0 {
+		if err := s.loadCredentials(cfg.Credentials); err != nil {
 			return nil, err
 		}
 	}
@@ -338,9 +382,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	log = log.With("resource", res.path, "function", route.FunctionName)
 
-	caller, ok := s.caller(r)
-	if !ok {
-		s.refuse(w, requestID, refusal{typ: respMissingAuthToken, status: http.StatusForbidden, errorType: "MissingAuthenticationTokenException", message: "Missing Authentication Token"})
+	// A signature covers the body: in the SigV4 mode it is read first.
+	var body []byte
+	if s.keys != nil {
+		var ok bool
+		if body, ok = s.readBody(w, r, requestID, log); !ok {
+			return
+		}
+	}
+	caller, rf := s.authenticate(r, body)
+	if rf != nil {
+		log.Debug("request refused by the authorization", "responseType", rf.typ, "errorType", rf.errorType, "message", rf.message)
+		s.refuse(w, requestID, *rf)
 		return
 	}
 
@@ -355,19 +408,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set(s.cfg.WaitLimited, "true")
 	}
 
-	if r.ContentLength > s.cfg.MaxBodyBytes {
-		s.refuse(w, requestID, tooLarge)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
-	if err != nil {
-		log.Warn("reading request body", "error", err)
-		s.refuse(w, requestID, refusal{typ: respDefault4XX, status: http.StatusBadRequest, errorType: "BadRequestException", message: "Bad Request"})
-		return
-	}
-	if int64(len(body)) > s.cfg.MaxBodyBytes {
-		s.refuse(w, requestID, tooLarge)
-		return
+	if s.keys == nil {
+		var ok bool
+		if body, ok = s.readBody(w, r, requestID, log); !ok {
+			return
+		}
 	}
 
 	if rerr := s.validate(r, res, route, body); rerr != nil {
@@ -385,6 +430,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.integrate(w, r, route, payload, requestID, log)
+}
+
+// readBody reads the whole request body, up to MaxBodyBytes; it refuses
+// the request and returns false when it cannot.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, requestID string, log *slog.Logger) ([]byte, bool) {
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		s.refuse(w, requestID, tooLarge)
+		return nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
+	if err != nil {
+		log.Warn("reading request body", "error", err)
+		s.refuse(w, requestID, refusal{typ: respDefault4XX, status: http.StatusBadRequest, errorType: "BadRequestException", message: "Bad Request"})
+		return nil, false
+	}
+	if int64(len(body)) > s.cfg.MaxBodyBytes {
+		s.refuse(w, requestID, tooLarge)
+		return nil, false
+	}
+	return body, true
 }
 
 var (
@@ -426,8 +491,21 @@ func stripStage(p, stagePath string) (string, bool) {
 	return p, false
 }
 
-// caller authenticates a request; see Server.
-func (s *Server) caller(r *http.Request) (Caller, bool) {
+// authenticate returns the caller of a request, or the refusal of a
+// request that has none; see Server. body is the request's body in the
+// SigV4 mode.
+func (s *Server) authenticate(r *http.Request, body []byte) (Caller, *refusal) {
+	if s.keys != nil {
+		return s.verifySigV4(r, body)
+	}
+	if c, ok := s.bearerCaller(r); ok {
+		return c, nil
+	}
+	return Caller{}, &missingAuthToken
+}
+
+// bearerCaller is the caller of a request in the Bearer mode.
+func (s *Server) bearerCaller(r *http.Request) (Caller, bool) {
 	values := r.Header.Values("Authorization")
 	if len(values) == 0 {
 		return NewCaller(s.cfg.AccountID, DefaultCaller), true
@@ -481,7 +559,7 @@ func (s *Server) event(r *http.Request, res *resource, route *Route, params map[
 			DomainName:        r.Host,
 			APIID:             s.cfg.APIID,
 			Identity: identity{
-				AccountID: s.cfg.AccountID,
+				AccountID: caller.AccountID,
 				Caller:    caller.UserID,
 				SourceIP:  sourceIP,
 				AccessKey: caller.AccessKeyID,

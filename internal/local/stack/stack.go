@@ -70,6 +70,13 @@ type Options struct {
 	DataDir string
 	// APIAddr is where the API listens; "" is 127.0.0.1 on a free port.
 	APIAddr string
+	// APICredentials, when set, puts the API in its SigV4 mode
+	// (apigw.Config.Credentials): every request must be signed, for
+	// execute-api in Region, with one of these keys (by access key id),
+	// and its caller is the key's principal, as the deployed API's AWS_IAM
+	// authorization does. nil keeps the Bearer mode, where a caller names
+	// itself with "Authorization: Bearer NAME".
+	APICredentials map[string]apigw.Credential
 	// SFNAddr is where the Step Functions endpoint listens, as host:port;
 	// "" is 127.0.0.1 on a free port. An unspecified host (0.0.0.0, ::)
 	// exposes it beyond this machine, as sam local's containers need;
@@ -362,7 +369,7 @@ func (st *Stack) start(ctx context.Context, opts Options) (err error) {
 			return err
 		}
 	}
-	if err := st.startAPI(tpl, env, names, opts.APIAddr); err != nil {
+	if err := st.startAPI(tpl, env, names, opts.APIAddr, opts.APICredentials); err != nil {
 		return err
 	}
 	return nil
@@ -575,7 +582,7 @@ func (st *Stack) startRules(tpl *cfn.Template, env cfn.Env, names map[string]str
 	return nil
 }
 
-func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]string, addr string) error {
+func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]string, addr string, creds map[string]apigw.Credential) error {
 	routes, err := tpl.APIRoutes(env)
 	if err != nil {
 		return err
@@ -616,6 +623,7 @@ func (st *Stack) startAPI(tpl *cfn.Template, env cfn.Env, names map[string]strin
 		Routes: rs, Invoker: st.Functions, Stage: stage, AccountID: AccountID, APIID: "local",
 		Definition: definition, Logger: st.log.With("component", "apigateway"),
 		CallerRate: rate, WaitRate: waits, WaitLimited: waitLimited,
+		Credentials: creds, Region: Region,
 	})
 	if err != nil {
 		return err
