@@ -62,8 +62,10 @@ local: deps ## serve the whole stack on 127.0.0.1:3000 (PORT=N, SEED=0, DATA_DIR
 
 # Every test, including the end-to-end ones against the local stack; each
 # test binary that needs DynamoDB starts and stops its own DynamoDB Local.
-# Then the tests of the public client, its own module (client/), which
-# ./... does not enter.
+# Then the tests of the project's own nested modules, which ./... does not
+# enter: the public client (client/) and the idempotency library
+# (idempotency/, whose tests start their own DynamoDB Local through its
+# idemtest package).
 # Every call of the local stacks is checked against the IAM policies of
 # template.cfn.json; afterwards cmd/iamreport lists the grants no call
 # used. internal/shipped runs the arm64 bootstraps under qemu-aarch64
@@ -74,6 +76,7 @@ test: deps qemu ## every test, each test binary with its own DynamoDB Local; the
 	  IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./... && \
 	  $(GO) run ./cmd/iamreport "$$dir"
 	cd client && $(GO) test -race -count=1 ./...
+	cd idempotency && $(GO) test -race -count=1 ./...
 
 # qemu-aarch64 (Debian's qemu-user) runs the arm64 bootstraps in
 # internal/shipped; without root or apt-get it says why, and that test
@@ -89,7 +92,9 @@ chaos: deps ## the chaos run (CHAOS_OPS=10000, CHAOS_SEED=N)
 	  -run '^TestChaos$$' -v ./internal/chaos/
 
 # Fuzz targets, package:Name. Plain `go test` (make test) runs their seed
-# corpora; `make fuzz` fuzzes each for FUZZTIME, one at a time, and
+# corpora; `make fuzz` fuzzes each for FUZZTIME, one at a time (a package
+# at the root of a nested module, such as ./idempotency, from that
+# module's folder), and
 # `make fuzz-ci` for FUZZ_CI_TIME. A failing input is written under the
 # package's testdata/fuzz/<Name>/: keep it there as a seed once fixed.
 # FUZZ_CI_TIME is a count of inputs, not a duration: with a duration, Go's
@@ -113,7 +118,8 @@ FUZZ_CI_TIME ?= 50000x
 fuzz: ## each fuzz target for FUZZTIME (60s)
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t#*:} ($(FUZZTIME))"; \
-	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} || exit 1; \
+	  pkg=$${t%%:*}; dir=.; if [ -f "$$pkg/go.mod" ]; then dir=$$pkg; pkg=.; fi; \
+	  (cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$$pkg") || exit 1; \
 	done
 
 fuzz-ci: ## each fuzz target for 50,000 inputs, as CI does
@@ -160,12 +166,16 @@ integration: ## the end-to-end suite against a deployed stack (STACK_NAME=name)
 bench: deps ## the benchmark: targets with PASS/FAIL, bench/results/<date>.md (BENCH_FLAGS)
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
+# gofmt checks every .go file of the repository, the nested modules'
+# (client/, idempotency/) included; go vet and staticcheck run in each
+# module, as ./... does not enter the nested ones.
 lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofmt, go vet, staticcheck, cfn-lint with the serverless rules, checkov
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags integration ./...
 	$(GO) tool staticcheck -tags integration ./...
 	cd client && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
+	cd idempotency && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
 
 # cfn-lint with the serverless rules, and checkov. Suppressions are in the
 # template's Metadata, each with its reason. Then the template as

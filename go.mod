@@ -21,6 +21,7 @@ require (
 	github.com/bojanz/currency v1.4.2
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/exactlyonce/transfers/client v0.0.0-00010101000000-000000000000
+	github.com/exactlyonce/transfers/idempotency v0.0.0-00010101000000-000000000000
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/google/uuid v1.6.0
 	github.com/oapi-codegen/oapi-codegen/v2 v2.8.2
@@ -94,4 +95,7 @@ tool (
 	honnef.co/go/tools/cmd/staticcheck
 )
 
-replace github.com/exactlyonce/transfers/client => ./client
+replace (
+	github.com/exactlyonce/transfers/client => ./client
+	github.com/exactlyonce/transfers/idempotency => ./idempotency
+)

@@ -2,17 +2,20 @@ package idempotency_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
-	"github.com/exactlyonce/transfers/internal/cfn"
-	"github.com/exactlyonce/transfers/internal/local/ddblocal"
+	"github.com/exactlyonce/transfers/idempotency/idemtest"
 )
 
 func ExampleValidateKey() {
@@ -98,38 +101,58 @@ func ExampleStore_Reserve_require() {
 	// alice transfer-2 false false
 }
 
-// exampleTable creates a fresh IdempotencyTable, as template.yaml declares
-// it, in the DynamoDB Local that TestMain started.
+// A table for a Store, as one CreateTable call makes it: its key and the
+// indexes the Store queries. TimeToLiveInput then turns on the expiry of
+// settled records.
+func ExampleTableInput() {
+	ctx := context.Background()
+	client, table := exampleTable(ctx)
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("key:", keys(out.Table.KeySchema))
+	indexes := map[string]string{}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		indexes[aws.ToString(g.IndexName)] = keys(g.KeySchema) + " " + string(g.Projection.ProjectionType)
+	}
+	for _, name := range slices.Sorted(maps.Keys(indexes)) {
+		fmt.Println(name+":", indexes[name])
+	}
+	ttl := idempotency.TimeToLiveInput(table)
+	fmt.Println("time to live:", aws.ToString(ttl.TimeToLiveSpecification.AttributeName))
+	// Output:
+	// key: pk HASH
+	// ByResourceId: resourceId HASH ALL
+	// ByScope: scope HASH, createdAt RANGE INCLUDE
+	// time to live: expiresAt
+}
+
+func keys(ks []types.KeySchemaElement) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = aws.ToString(k.AttributeName) + " " + string(k.KeyType)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// exampleTable creates a fresh table with the schema the Store needs
+// (idempotency.TableInput), in the DynamoDB Local that TestMain started.
+// An Example cannot clean up after itself: its tables go with the server.
 func exampleTable(ctx context.Context) (*dynamodb.Client, string) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	endpoint, err := idemtest.Endpoint()
 	if err != nil {
 		panic(err)
 	}
-	client := dynamodb.NewFromConfig(cfg)
-	root, err := ddblocal.ModuleRoot(".")
-	if err != nil {
+	client := idemtest.NewClient(endpoint)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "ExampleIdempotency-" + hex.EncodeToString(b[:])
+	if err := idemtest.CreateTable(ctx, client, idempotency.TableInput(name)); err != nil {
 		panic(err)
 	}
-	tpl, err := cfn.Load(root + "/template.yaml")
-	if err != nil {
-		panic(err)
-	}
-	tables, err := tpl.Tables(cfn.Env{})
-	if err != nil {
-		panic(err)
-	}
-	var idem []cfn.Table
-	for _, t := range tables {
-		if t.LogicalID == "IdempotencyTable" {
-			idem = append(idem, t)
-		}
-	}
-	name := fmt.Sprintf("ExampleIdempotency-%d", exampleTables)
-	exampleTables++
-	if err := cfn.CreateTables(ctx, client, idem, func(cfn.Table) string { return name }); err != nil {
+	if _, err := client.UpdateTimeToLive(ctx, idempotency.TimeToLiveInput(name)); err != nil {
 		panic(err)
 	}
 	return client, name
 }
-
-var exampleTables int

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
-	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+	"github.com/exactlyonce/transfers/idempotency/idemtest"
 )
 
 // FailReserved settles a record that no operation has taken yet, in one
@@ -43,7 +43,7 @@ func TestFailReserved(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client, calls := counted(t)
-			table := ddbtest.Tables(t, client)["IdempotencyTable"]
+			table := idemtest.Table(t, client)
 			clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 			store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now), idempotency.WithRetention(2*time.Hour))
 			ctx := context.Background()

@@ -14,11 +14,29 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
-	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+	"github.com/exactlyonce/transfers/idempotency/idemtest"
 )
 
-// grant is an item of another table that a reservation may require: the
-// holder of a resource.
+// grantsTable creates another table, keyed as many are (pk, sk), for the
+// items a reservation may require.
+func grantsTable(t *testing.T, client *dynamodb.Client) string {
+	t.Helper()
+	return idemtest.TableFrom(t, client, &dynamodb.CreateTableInput{
+		TableName:   aws.String("grants"),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+	})
+}
+
+// putGrant stores an item of another table that a reservation may
+// require: the holder of a resource.
 func putGrant(t *testing.T, client *dynamodb.Client, table, resource, holder string) {
 	t.Helper()
 	if _, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{
@@ -55,8 +73,7 @@ func heldBy(t *testing.T, table, resource, holder string) types.ConditionCheck {
 
 func TestReserveRequire(t *testing.T) {
 	client, calls := counted(t)
-	tables := ddbtest.Tables(t, client)
-	records, other := tables["IdempotencyTable"], tables["LedgerTable"]
+	records, other := idemtest.Table(t, client), grantsTable(t, client)
 	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	store := idempotency.NewStore(client, records, idempotency.WithClock(clk.Now))
 	ctx := context.Background()
@@ -152,10 +169,10 @@ func TestReserveAttributes(t *testing.T) {
 		{name: "a record attribute", attrs: map[string]types.AttributeValue{idempotency.AttrStatus: &types.AttributeValueMemberS{Value: "COMPLETED"}}, wantErr: true},
 		{name: "an unset record attribute", attrs: map[string]types.AttributeValue{idempotency.AttrExpiresAt: &types.AttributeValueMemberN{Value: "1"}}, wantErr: true},
 	}
-	client := ddbtest.Client(t)
-	tables := ddbtest.Tables(t, client)
-	store := idempotency.NewStore(client, tables["IdempotencyTable"])
-	putGrant(t, client, tables["LedgerTable"], "acct-1", "alice")
+	client := idemtest.Client(t)
+	records, grants := idemtest.Table(t, client), grantsTable(t, client)
+	store := idempotency.NewStore(client, records)
+	putGrant(t, client, grants, "acct-1", "alice")
 	ctx := context.Background()
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,7 +180,7 @@ func TestReserveAttributes(t *testing.T) {
 			r := reservation("alice", key, `{"a":1}`, "t")
 			r.Attributes = tt.attrs
 			if tt.require {
-				r.Require = []types.ConditionCheck{heldBy(t, tables["LedgerTable"], "acct-1", "alice")}
+				r.Require = []types.ConditionCheck{heldBy(t, grants, "acct-1", "alice")}
 			}
 			_, created, err := store.Reserve(ctx, r)
 			if tt.wantErr {
@@ -179,7 +196,7 @@ func TestReserveAttributes(t *testing.T) {
 				t.Fatalf("Reserve = %v, %v", created, err)
 			}
 			out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
-				TableName: aws.String(tables["IdempotencyTable"]),
+				TableName: aws.String(records),
 				Key:       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", key)}},
 			})
 			if err != nil {

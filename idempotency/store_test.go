@@ -16,16 +16,16 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/exactlyonce/transfers/idempotency"
-	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+	"github.com/exactlyonce/transfers/idempotency/idemtest"
 )
 
-func TestMain(m *testing.M) { ddbtest.Main(m) }
+func TestMain(m *testing.M) { idemtest.Main(m) }
 
 // counted is a DynamoDB client that counts the calls it sends.
 func counted(t *testing.T) (*dynamodb.Client, *atomic.Int64) {
 	t.Helper()
 	n := &atomic.Int64{}
-	base := ddbtest.Client(t)
+	base := idemtest.Client(t)
 	client := dynamodb.New(base.Options(), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
 			return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("count",
@@ -75,7 +75,7 @@ func settle(t *testing.T, client *dynamodb.Client, table, recordKey string, stat
 
 func TestReserveNewKey(t *testing.T) {
 	client, calls := counted(t)
-	table := ddbtest.Tables(t, client)["IdempotencyTable"]
+	table := idemtest.Table(t, client)
 	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now), idempotency.WithRetention(2*time.Hour))
 
@@ -103,7 +103,7 @@ func TestReserveNewKey(t *testing.T) {
 
 func TestReserveExistingKey(t *testing.T) {
 	client, calls := counted(t)
-	table := ddbtest.Tables(t, client)["IdempotencyTable"]
+	table := idemtest.Table(t, client)
 	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now))
 	ctx := context.Background()
@@ -163,8 +163,8 @@ func TestReserveExistingKey(t *testing.T) {
 }
 
 func TestReserveFingerprintMismatch(t *testing.T) {
-	client := ddbtest.Client(t)
-	store := idempotency.NewStore(client, ddbtest.Tables(t, client)["IdempotencyTable"])
+	client := idemtest.Client(t)
+	store := idempotency.NewStore(client, idemtest.Table(t, client))
 	ctx := context.Background()
 	if _, _, err := store.Reserve(ctx, reservation("alice", "k", `{"amount":1}`, "t-1")); err != nil {
 		t.Fatal(err)
@@ -183,8 +183,8 @@ func TestReserveFingerprintMismatch(t *testing.T) {
 }
 
 func TestReserveScopesKeys(t *testing.T) {
-	client := ddbtest.Client(t)
-	store := idempotency.NewStore(client, ddbtest.Tables(t, client)["IdempotencyTable"])
+	client := idemtest.Client(t)
+	store := idempotency.NewStore(client, idemtest.Table(t, client))
 	ctx := context.Background()
 	for _, scope := range []string{"alice", "bob"} {
 		rec, created, err := store.Reserve(ctx, reservation(scope, "shared", `{"a":1}`, "t-"+scope))
@@ -215,8 +215,8 @@ func TestReserveScopesKeys(t *testing.T) {
 }
 
 func TestReserveConcurrently(t *testing.T) {
-	client := ddbtest.Client(t)
-	store := idempotency.NewStore(client, ddbtest.Tables(t, client)["IdempotencyTable"])
+	client := idemtest.Client(t)
+	store := idempotency.NewStore(client, idemtest.Table(t, client))
 	const n = 20
 	var wg sync.WaitGroup
 	var created atomic.Int64
@@ -258,7 +258,7 @@ func TestReserveRejectsBadKey(t *testing.T) {
 
 func TestStoreUnavailable(t *testing.T) {
 	// A closed port: a real connection failure, surfaced as an error.
-	client := dynamodb.New(ddbtest.Client(t).Options(), func(o *dynamodb.Options) {
+	client := dynamodb.New(idemtest.Client(t).Options(), func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String("http://127.0.0.1:1")
 		o.RetryMaxAttempts = 1
 	})

@@ -122,6 +122,9 @@ func Shipped(ctx context.Context, root string) (map[string][]string, error) {
 			return nil, fmt.Errorf("%s: %w", f.LogicalID, err)
 		}
 		for _, d := range info.Deps {
+			if own(d.Path) {
+				continue
+			}
 			out[d.Path] = append(out[d.Path], f.Dir)
 		}
 	}
@@ -129,8 +132,13 @@ func Shipped(ctx context.Context, root string) (map[string][]string, error) {
 }
 
 // ownModules prefixes the project's own modules (the public client, in
-// client/), which the root requires through a replace: no third party's.
+// client/, and the idempotency library, in idempotency/), which the root
+// requires through a replace: no third party's, so neither table lists
+// them.
 const ownModules = "github.com/exactlyonce/transfers/"
+
+// own reports whether module path is one of the project's own modules.
+func own(path string) bool { return strings.HasPrefix(path, ownModules) }
 
 // Used returns the third-party modules of every package the project
 // builds on this machine, its tests included (go list -deps -test -tags
@@ -151,7 +159,7 @@ func Used(ctx context.Context, root string) ([]string, error) {
 			return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, stderr.Bytes())
 		}
 		for _, m := range strings.Fields(string(b)) {
-			if !strings.HasPrefix(m, ownModules) {
+			if !own(m) {
 				seen[m] = true
 			}
 		}

@@ -36,6 +36,23 @@ func TestTablesRefuseUnknownAndUnusedModules(t *testing.T) {
 	}
 }
 
+// TestOwnModules: the project's own modules, which the bootstraps link
+// through a replace, are left out of the tables; a module whose path only
+// begins like the project's is not.
+func TestOwnModules(t *testing.T) {
+	for path, want := range map[string]bool{
+		"github.com/exactlyonce/transfers/idempotency": true,
+		"github.com/exactlyonce/transfers/client":      true,
+		"github.com/exactlyonce/transfersx":            false,
+		"github.com/exactlyonce/other":                 false,
+		"github.com/aws/aws-sdk-go-v2":                 false,
+	} {
+		if got := own(path); got != want {
+			t.Errorf("own(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
 func TestSplice(t *testing.T) {
 	page := "a\n" + BeginMarker + "\nold\n" + EndMarker + "\nb\n"
 	got, err := Splice(page, "new\n")
