@@ -88,7 +88,9 @@ func TestHeartbeatTimeout(t *testing.T) {
 		{"States.HeartbeatTimeout does not catch a TimeoutSeconds timeout", `"TimeoutSeconds":1,"Catch":[{"ErrorEquals":["States.HeartbeatTimeout"],"Next":"A"}]`,
 			`{}`, blocks, "", ErrTimeout, "TimeoutSeconds (1)"},
 		{"uncaught", `"HeartbeatSeconds":1`, `{}`, blocks, "", ErrHeartbeatTimeout, hbCause},
-		{"retried, then the task answers", `"HeartbeatSeconds":1,"Retry":[{"ErrorEquals":["States.HeartbeatTimeout"],"MaxAttempts":1}]`,
+		// 5000 s is half a second at the tests' scale: long enough for the
+		// retry's answer to beat its own heartbeat on a loaded machine.
+		{"retried, then the task answers", `"HeartbeatSeconds":5000,"TimeoutSeconds":99999,"Retry":[{"ErrorEquals":["States.HeartbeatTimeout"],"MaxAttempts":1}]`,
 			`{}`, blocksOnce(`{"route":"none"}`), `{"route":"none"}`, "", ""},
 		{"a task that answers in time", `"HeartbeatSeconds":99998,"TimeoutSeconds":99999`, `{"route":"none"}`, echo, `{"route":"none"}`, "", ""},
 		{"HeartbeatSecondsPath", `"HeartbeatSecondsPath":"$.hb"`, `{"hb":1}`, blocks, "", ErrHeartbeatTimeout, hbCause},
