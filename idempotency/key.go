@@ -17,6 +17,13 @@
 // status (RECONCILING) may stand between IN_PROGRESS and a terminal one.
 // Expiry is judged from the stored expiresAt, never from whether DynamoDB's
 // TTL has deleted the item yet.
+//
+// Do and Wrap are a generic API beside the Store: they make any function
+// idempotent per (scope, key) on a Persistence (DynamoDBPersistence, or
+// idemtest.MemoryStore in tests), with a lease per call that fences its
+// settle and release (ErrFenced), stored permanent failures, and an
+// optional local cache of settled records. Their records (Entry) carry a
+// format attribute, and Do refuses a record of any other format by name.
 package idempotency
 
 import (

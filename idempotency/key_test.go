@@ -56,3 +56,22 @@ func TestFingerprint(t *testing.T) {
 		t.Fatalf("fingerprints %s and %s: want 64 hex characters, distinct", a, b)
 	}
 }
+
+// TestRecordKeyGolden pins RecordKey and Fingerprint to the values the
+// records already stored carry: the SHA-256 of the scope's length, ":",
+// the scope and the key.
+func TestRecordKeyGolden(t *testing.T) {
+	for _, c := range []struct{ scope, key, want string }{
+		{"alice", "k1", "bfe2bc5152202f95c6236e0fe5a134d42f2a50cd9149561a707f1071815fbc26"},
+		{"", "", "ba768b331fd86cec803be04e56ab2b3d4c0e98ef4ee4fcd4e72ad7cce61a1d1f"},
+		{"arn:aws:iam::123456789012:user/alice", "order-42", "f4c24336c8f639b6a91ec00e6e817ccd28bce0fb78475afa427ac0e4e7e05f4e"},
+		{strings.Repeat("s", 150), strings.Repeat("k", 255), "b947525b5b4e1006641398c4b80decede191e33a9c542f2f513bb68d3140844c"},
+	} {
+		if got := RecordKey(c.scope, c.key); got != c.want {
+			t.Errorf("RecordKey(%.20q, %.20q) = %s, want %s", c.scope, c.key, got, c.want)
+		}
+	}
+	if got, want := Fingerprint([]byte(`{"amount":100}`)), "4d4bbe59c6aad22442cde199a6a8a5f034405fcd78fb5a81c24ef249de1c45f1"; got != want {
+		t.Errorf("Fingerprint = %s, want %s", got, want)
+	}
+}

@@ -18,6 +18,11 @@
 // cannot be started, Main says why and the test binary fails, unless
 // $IDEMTEST_SKIP_UNAVAILABLE is set: then the tests run, and each one that
 // asks for a client skips with the reason.
+//
+// For the tests of code that uses idempotency.Do, MemoryStore is an
+// idempotency.Persistence in memory, with call counts and injected
+// faults, and Clock a fake clock for idempotency.Config.Clock: neither
+// needs DynamoDB Local.
 package idemtest
 
 import (

@@ -1,0 +1,350 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// DefaultLease is how long a call holds its key when its context has no
+// deadline (Config.Lease).
+const DefaultLease = 5 * time.Minute
+
+// settleTimeout bounds a settle or release, which run even when the
+// call's context is done.
+const settleTimeout = 10 * time.Second
+
+// EnvDisabled turns idempotency off when truthy ("1", "true", "yes",
+// "on", any case): Do then runs the function directly. It is the variable
+// Powertools' runtimes read.
+const EnvDisabled = "POWERTOOLS_IDEMPOTENCY_DISABLED"
+
+// Config configures an Idempotency.
+type Config struct {
+	// Store keeps the records (required).
+	Store Persistence
+	// Retention is how long a settled outcome is replayed (and an
+	// abandoned record kept): DefaultRetention when 0.
+	Retention time.Duration
+	// Lease is how long a call holds its key when its context has no
+	// deadline: DefaultLease when 0. With a deadline (a Lambda's), the
+	// lease expires at the deadline.
+	Lease time.Duration
+	// CacheSize, when positive, keeps up to that many settled records in
+	// memory, so that a duplicate served from there costs no call to the
+	// store. The cache is per Idempotency and safe for concurrent use.
+	CacheSize int
+	// Disabled runs every function directly, as EnvDisabled does.
+	Disabled bool
+	// Clock is the time (tests): time.Now when nil.
+	Clock func() time.Time
+}
+
+// Idempotency runs functions at most once per (scope, key) with Do and
+// Wrap. It is safe for concurrent use.
+type Idempotency struct {
+	store     Persistence
+	retention time.Duration
+	lease     time.Duration
+	disabled  bool
+	now       func() time.Time
+	cache     *entryCache
+}
+
+// New returns an Idempotency of cfg.
+func New(cfg Config) (*Idempotency, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("idempotency: Config.Store is required")
+	}
+	if cfg.Retention < 0 || cfg.Lease < 0 || cfg.CacheSize < 0 {
+		return nil, errors.New("idempotency: Config.Retention, Lease and CacheSize may not be negative")
+	}
+	i := &Idempotency{store: cfg.Store, retention: cfg.Retention, lease: cfg.Lease, disabled: cfg.Disabled, now: cfg.Clock}
+	if i.retention == 0 {
+		i.retention = DefaultRetention
+	}
+	if i.lease == 0 {
+		i.lease = DefaultLease
+	}
+	if i.now == nil {
+		i.now = time.Now
+	}
+	if cfg.CacheSize > 0 {
+		i.cache = newEntryCache(cfg.CacheSize)
+	}
+	return i, nil
+}
+
+// Disabled reports whether functions run directly: Config.Disabled, or
+// EnvDisabled truthy now.
+func (i *Idempotency) Disabled() bool { return i.disabled || truthy(os.Getenv(EnvDisabled)) }
+
+func truthy(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "t", "true", "y", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// Operation says how Do keys a call with input In.
+type Operation[In any] struct {
+	// Scope keeps the records of different callers or operations apart:
+	// the same key in two scopes is two records.
+	Scope string
+	// Key is the idempotency key, or KeyFunc derives it from the input;
+	// exactly one of them is set. It must pass ValidateKey.
+	Key     string
+	KeyFunc func(In) (string, error)
+	// Payload is what the fingerprint is taken of: the JSON of the input
+	// when nil. A key presented again with another payload is refused
+	// with ErrKeyReused.
+	Payload func(In) ([]byte, error)
+	// OnReplay, when set, is called when an outcome is replayed instead
+	// of running the function (Wrap's only way to tell).
+	OnReplay func(ctx context.Context, r Replay)
+}
+
+// Replay describes an outcome replayed instead of running the function.
+type Replay struct {
+	// FromCache: served from the local cache, without a call to the
+	// store.
+	FromCache bool
+	// Failed: the outcome is a stored failure (a *StoredFailureError).
+	Failed bool
+}
+
+// Result is Do's answer.
+type Result[Out any] struct {
+	Output Out
+	// Replayed: the output is a stored one, and the function did not run.
+	Replayed bool
+	// FromCache: the replay came from the local cache.
+	FromCache bool
+}
+
+// PermanentError marks a function's error as permanent: Do stores it and
+// replays it to every retry instead of releasing the key.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error marked permanent.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent marks err permanent (nil stays nil).
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// Do runs fn(ctx, in) at most once per (op.Scope, key) while its outcome
+// is retained, with fencing:
+//
+//   - a new key is acquired (one call to the store), fn runs, and its
+//     output, JSON-encoded, is settled (one more call), under the lease
+//     that acquired it;
+//   - a duplicate of a settled call gets the stored output, decoded into
+//     Out, with Result.Replayed, without running fn: one call, or none
+//     from the cache;
+//   - the same key with another payload fails with ErrKeyReused;
+//   - a key held by another call whose lease has not expired fails with
+//     an *InProgressError (ErrInProgress). The lease expires at ctx's
+//     deadline, or after Config.Lease without one; then the next call
+//     takes the key over (its lease counter rises by one), and a settle or
+//     release by the earlier holder writes nothing and fails with
+//     ErrFenced;
+//   - an error of fn releases the key, so that a retry runs fn again,
+//     unless it is a *PermanentError (Permanent): then it is stored, and
+//     every retry gets a *StoredFailureError (ErrStoredFailure) without
+//     running fn. fn's own error is returned to the call that ran it; a
+//     panic releases the key and goes on.
+//
+// When idempotency is disabled (Idempotency.Disabled) fn runs directly.
+func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in In, fn func(context.Context, In) (Out, error)) (Result[Out], error) {
+	var zero Result[Out]
+	if i.Disabled() {
+		out, err := fn(ctx, in)
+		return Result[Out]{Output: out}, err
+	}
+	key, err := op.key(in)
+	if err != nil {
+		return zero, err
+	}
+	fp, err := op.fingerprint(in)
+	if err != nil {
+		return zero, err
+	}
+	rk := RecordKey(op.Scope, key)
+	now := i.now()
+	if i.cache != nil {
+		if e, ok := i.cache.get(rk, now); ok {
+			return replay[In, Out](ctx, op, e, fp, true)
+		}
+	}
+	leaseUntil := now.Add(i.lease)
+	if d, ok := ctx.Deadline(); ok {
+		leaseUntil = d
+	}
+	expires := now.Add(i.retention)
+	if leaseUntil.After(expires) {
+		expires = leaseUntil
+	}
+	e, acquired, err := i.store.Acquire(ctx, AcquireInput{
+		Scope: op.Scope, Key: key, Fingerprint: fp, Now: now,
+		LeaseUntil: leaseUntil.Truncate(time.Millisecond), ExpiresAt: expires.Truncate(time.Second),
+	})
+	if err != nil {
+		return zero, fmt.Errorf("idempotency: %w", err)
+	}
+	if !acquired {
+		if e.Fingerprint != fp {
+			return zero, ErrKeyReused
+		}
+		switch {
+		case e.Status.Settled():
+			if i.cache != nil {
+				i.cache.put(e)
+			}
+			return replay[In, Out](ctx, op, e, fp, false)
+		case e.Status == EntryInProgress:
+			return zero, &InProgressError{RetryAfter: max(0, e.LeaseUntil.Sub(now))}
+		default:
+			// Released between the condition and now, or a status of a
+			// later version: not this call's to take.
+			return zero, &InProgressError{}
+		}
+	}
+	return run(ctx, i, e, in, fn)
+}
+
+// run runs fn under the lease of e, just acquired, and settles or
+// releases the key.
+func run[In, Out any](ctx context.Context, i *Idempotency, e Entry, in In, fn func(context.Context, In) (Out, error)) (res Result[Out], err error) {
+	lease := e.Lease()
+	done := false
+	defer func() {
+		if !done {
+			// fn panicked: the key is released and the panic goes on.
+			sctx, cancel := settleContext(ctx)
+			defer cancel()
+			_ = i.store.Release(sctx, lease)
+		}
+	}()
+	out, ferr := fn(ctx, in)
+	done = true
+	sctx, cancel := settleContext(ctx)
+	defer cancel()
+	if ferr != nil {
+		var perm *PermanentError
+		if !errors.As(ferr, &perm) {
+			if rerr := i.store.Release(sctx, lease); rerr != nil {
+				return Result[Out]{Output: out}, errors.Join(ferr, fmt.Errorf("idempotency: %w", rerr))
+			}
+			return Result[Out]{Output: out}, ferr
+		}
+		o := Outcome{Status: EntryFailed, Failure: ferr.Error(), ExpiresAt: i.now().Add(i.retention).Truncate(time.Second)}
+		if serr := i.store.Settle(sctx, lease, o); serr != nil {
+			return Result[Out]{Output: out}, errors.Join(ferr, fmt.Errorf("idempotency: %w", serr))
+		}
+		i.cacheOutcome(e, o)
+		return Result[Out]{Output: out}, ferr
+	}
+	body, merr := json.Marshal(out)
+	if merr != nil {
+		merr = fmt.Errorf("idempotency: encode output: %w", merr)
+		if rerr := i.store.Release(sctx, lease); rerr != nil {
+			return Result[Out]{Output: out}, errors.Join(merr, fmt.Errorf("idempotency: %w", rerr))
+		}
+		return Result[Out]{Output: out}, merr
+	}
+	o := Outcome{Status: EntryCompleted, Output: body, ExpiresAt: i.now().Add(i.retention).Truncate(time.Second)}
+	if serr := i.store.Settle(sctx, lease, o); serr != nil {
+		return Result[Out]{Output: out}, fmt.Errorf("idempotency: %w", serr)
+	}
+	i.cacheOutcome(e, o)
+	return Result[Out]{Output: out}, nil
+}
+
+// settleContext keeps ctx's values but not its end: an outcome is stored
+// even when the call used its whole deadline.
+func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+}
+
+// cacheOutcome keeps the record of e as settled with o.
+func (i *Idempotency) cacheOutcome(e Entry, o Outcome) {
+	if i.cache == nil {
+		return
+	}
+	e.Status, e.Output, e.Failure, e.ExpiresAt = o.Status, o.Output, o.Failure, o.ExpiresAt
+	i.cache.put(e)
+}
+
+// replay answers a call with the settled record e.
+func replay[In, Out any](ctx context.Context, op Operation[In], e Entry, fp string, fromCache bool) (Result[Out], error) {
+	var zero Result[Out]
+	if e.Fingerprint != fp {
+		return zero, ErrKeyReused
+	}
+	if op.OnReplay != nil {
+		op.OnReplay(ctx, Replay{FromCache: fromCache, Failed: e.Status == EntryFailed})
+	}
+	if e.Status == EntryFailed {
+		return zero, &StoredFailureError{Message: e.Failure}
+	}
+	res := Result[Out]{Replayed: true, FromCache: fromCache}
+	if err := json.Unmarshal(e.Output, &res.Output); err != nil {
+		return zero, fmt.Errorf("idempotency: decode the stored output of %s: %w", e.RecordKey, err)
+	}
+	return res, nil
+}
+
+// key is the call's idempotency key, validated.
+func (op Operation[In]) key(in In) (string, error) {
+	key := op.Key
+	switch {
+	case op.KeyFunc != nil && op.Key != "":
+		return "", errors.New("idempotency: Operation.Key and KeyFunc are both set")
+	case op.KeyFunc != nil:
+		k, err := op.KeyFunc(in)
+		if err != nil {
+			return "", fmt.Errorf("idempotency: key: %w", err)
+		}
+		key = k
+	}
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// fingerprint is the Fingerprint of the call's payload.
+func (op Operation[In]) fingerprint(in In) (string, error) {
+	var payload []byte
+	var err error
+	if op.Payload != nil {
+		payload, err = op.Payload(in)
+	} else {
+		payload, err = json.Marshal(in)
+	}
+	if err != nil {
+		return "", fmt.Errorf("idempotency: payload: %w", err)
+	}
+	return Fingerprint(payload), nil
+}
+
+// Wrap returns fn made idempotent by Do under op. A replay is told only
+// through op.OnReplay.
+func Wrap[In, Out any](i *Idempotency, op Operation[In], fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	return func(ctx context.Context, in In) (Out, error) {
+		res, err := Do(ctx, i, op, in, fn)
+		return res.Output, err
+	}
+}

@@ -1,0 +1,261 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/idempotency/idemtest"
+)
+
+func newIdem(t *testing.T, cfg idempotency.Config) *idempotency.Idempotency {
+	t.Helper()
+	i, err := idempotency.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+func echo(_ context.Context, o order) (receipt, error) { return receipt{Amount: o.Amount}, nil }
+
+// A record of another format under the same table key is refused by
+// name, and left as it is.
+func TestDoRefusesAnotherFormat(t *testing.T) {
+	client := idemtest.Client(t)
+	table := idemtest.Table(t, client)
+	ctx := t.Context()
+	store := idempotency.NewStore(client, table)
+	if _, _, err := store.Reserve(ctx, reservation("alice", "k1", "{}", "transfer-1")); err != nil {
+		t.Fatal(err)
+	}
+	later := map[string]types.AttributeValue{
+		idempotency.AttrKey:    &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", "k2")},
+		idempotency.AttrFormat: &types.AttributeValueMemberS{Value: "idempotency.Entry/9"},
+	}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: later}); err != nil {
+		t.Fatal(err)
+	}
+	i := newIdem(t, idempotency.Config{Store: idempotency.NewDynamoDBPersistence(client, table)})
+	for key, format := range map[string]string{"k1": "", "k2": "idempotency.Entry/9"} {
+		runs := 0
+		_, err := idempotency.Do(ctx, i, op("alice"), order{key, 1}, func(context.Context, order) (receipt, error) {
+			runs++
+			return receipt{}, nil
+		})
+		var fe *idempotency.FormatError
+		if !errors.As(err, &fe) || !errors.Is(err, idempotency.ErrFormat) || fe.Format != format || runs != 0 {
+			t.Errorf("Do on a record of format %q = %v after %d runs, want a *FormatError naming it", format, err, runs)
+		}
+	}
+	if rec, err := store.Get(ctx, "alice", "k1"); err != nil || rec.Status != idempotency.StatusReserved || rec.ResourceID != "transfer-1" {
+		t.Errorf("the Store's record = %+v, %v, want it unchanged", rec, err)
+	}
+	if _, err := idempotency.NewDynamoDBPersistence(client, table).Get(ctx, "alice", "k1"); !errors.Is(err, idempotency.ErrFormat) {
+		t.Errorf("Get = %v, want ErrFormat", err)
+	}
+}
+
+func TestDoStoreFaults(t *testing.T) {
+	errDown := errors.New("store unreachable")
+	for _, c := range []struct {
+		name  string
+		op    idemtest.Op
+		after bool
+		// wantRuns and wantStatus after the faulty call; then a retry
+		// must give the output, replayed or not.
+		wantRuns   int
+		wantStatus idempotency.EntryStatus
+		replayed   bool
+	}{
+		{"acquire never reached the store", idemtest.OpAcquire, false, 0, "", false},
+		{"acquire answer lost", idemtest.OpAcquire, true, 0, idempotency.EntryInProgress, false},
+		{"settle never reached the store", idemtest.OpSettle, false, 1, idempotency.EntryInProgress, false},
+		{"settle answer lost", idemtest.OpSettle, true, 1, idempotency.EntryCompleted, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := idemtest.NewMemoryStore()
+			clock := idemtest.NewClock(time.Now())
+			i := newIdem(t, idempotency.Config{Store: m, Clock: clock.Now, Lease: time.Minute})
+			if c.after {
+				m.FailAfter(c.op, errDown)
+			} else {
+				m.FailBefore(c.op, errDown)
+			}
+			runs := 0
+			fn := func(_ context.Context, o order) (receipt, error) { runs++; return receipt{Amount: o.Amount}, nil }
+			if _, err := idempotency.Do(t.Context(), i, op("alice"), order{"k1", 5}, fn); !errors.Is(err, errDown) {
+				t.Errorf("Do = %v, want the store's error", err)
+			}
+			if runs != c.wantRuns {
+				t.Errorf("runs = %d, want %d", runs, c.wantRuns)
+			}
+			e, ok := m.Peek("alice", "k1")
+			if e.Status != c.wantStatus || ok != (c.wantStatus != "") {
+				t.Errorf("record = %q (%v), want %q", e.Status, ok, c.wantStatus)
+			}
+			if m.Calls(c.op) != 1 {
+				t.Errorf("%s calls = %d, want 1", c.op, m.Calls(c.op))
+			}
+			// A lease left behind expires; the retry then succeeds.
+			clock.Advance(time.Minute)
+			res, err := idempotency.Do(t.Context(), i, op("alice"), order{"k1", 5}, fn)
+			if err != nil || res.Output.Amount != 5 || res.Replayed != c.replayed {
+				t.Errorf("retry = %+v, %v, want amount 5 replayed %v", res, err, c.replayed)
+			}
+		})
+	}
+}
+
+func TestDoPanicReleases(t *testing.T) {
+	m := idemtest.NewMemoryStore()
+	i := newIdem(t, idempotency.Config{Store: m})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not go on")
+			}
+		}()
+		_, _ = idempotency.Do(t.Context(), i, op("alice"), order{"k1", 1}, func(context.Context, order) (receipt, error) {
+			panic("boom")
+		})
+	}()
+	if e, _ := m.Peek("alice", "k1"); e.Status != idempotency.EntryReleased {
+		t.Errorf("record after a panic = %q, want RELEASED", e.Status)
+	}
+	if _, err := idempotency.Do(t.Context(), i, op("alice"), order{"k1", 1}, echo); err != nil {
+		t.Errorf("retry after a panic = %v", err)
+	}
+}
+
+func TestDoBadCalls(t *testing.T) {
+	m := idemtest.NewMemoryStore()
+	i := newIdem(t, idempotency.Config{Store: m})
+	errNoKey := errors.New("no key in the event")
+	for _, c := range []struct {
+		name string
+		op   idempotency.Operation[order]
+		in   order
+		want error
+	}{
+		{"missing key", op("alice"), order{"", 1}, idempotency.ErrKeyMissing},
+		{"malformed key", op("alice"), order{"tab\there", 1}, idempotency.ErrKeyMalformed},
+		{"key function fails", idempotency.Operation[order]{KeyFunc: func(order) (string, error) { return "", errNoKey }}, order{"k", 1}, errNoKey},
+		{"explicit key is validated", idempotency.Operation[order]{Key: "bad\x00key"}, order{}, idempotency.ErrKeyMalformed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := idempotency.Do(t.Context(), i, c.op, c.in, echo); !errors.Is(err, c.want) {
+				t.Errorf("Do = %v, want %v", err, c.want)
+			}
+		})
+	}
+	t.Run("key and key function", func(t *testing.T) {
+		both := op("alice")
+		both.Key = "k"
+		if _, err := idempotency.Do(t.Context(), i, both, order{"k", 1}, echo); err == nil {
+			t.Error("Do with both a key and a key function succeeded")
+		}
+	})
+	if n := m.TotalCalls(); n != 0 {
+		t.Errorf("bad calls cost %d store calls, want 0", n)
+	}
+	if _, err := idempotency.New(idempotency.Config{}); err == nil {
+		t.Error("New without a store succeeded")
+	}
+}
+
+// The payload function decides what a duplicate is: here, the amount
+// alone, so a retry with another note is the same request.
+func TestDoPayloadFunction(t *testing.T) {
+	type note struct {
+		Key, Note string
+		Amount    int
+	}
+	i := newIdem(t, idempotency.Config{Store: idemtest.NewMemoryStore()})
+	o := idempotency.Operation[note]{
+		Key:     "k1",
+		Payload: func(n note) ([]byte, error) { return []byte{byte(n.Amount)}, nil },
+	}
+	fn := func(_ context.Context, n note) (string, error) { return n.Note, nil }
+	_, _ = idempotency.Do(t.Context(), i, o, note{"k1", "first", 3}, fn)
+	res, err := idempotency.Do(t.Context(), i, o, note{"k1", "second", 3}, fn)
+	if err != nil || !res.Replayed || res.Output != "first" {
+		t.Errorf("Do = %+v, %v, want the first output replayed", res, err)
+	}
+	if _, err := idempotency.Do(t.Context(), i, o, note{"k1", "first", 4}, fn); !errors.Is(err, idempotency.ErrKeyReused) {
+		t.Errorf("Do with another amount = %v, want ErrKeyReused", err)
+	}
+}
+
+// Concurrent calls with one key run the function once; the others are
+// told it is in progress, or replay it.
+func TestDoConcurrent(t *testing.T) {
+	m := idemtest.NewMemoryStore()
+	i := newIdem(t, idempotency.Config{Store: m, CacheSize: 4})
+	var mu sync.Mutex
+	runs := 0
+	fn := func(_ context.Context, o order) (receipt, error) {
+		mu.Lock()
+		runs++
+		mu.Unlock()
+		return receipt{Amount: o.Amount}, nil
+	}
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := idempotency.Do(context.Background(), i, op("alice"), order{"k1", 9}, fn)
+			if err != nil && !errors.Is(err, idempotency.ErrInProgress) || err == nil && res.Output.Amount != 9 {
+				t.Errorf("Do = %+v, %v", res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if runs != 1 {
+		t.Errorf("runs = %d, want 1", runs)
+	}
+}
+
+// The cache hands out copies: a caller that changes its output changes
+// nothing for the next replay.
+func TestDoCacheCopies(t *testing.T) {
+	i := newIdem(t, idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: 1})
+	fn := func(context.Context, order) ([]byte, error) { return []byte("abc"), nil }
+	_, _ = idempotency.Do(t.Context(), i, op("alice"), order{"k1", 1}, fn)
+	for range 2 {
+		res, err := idempotency.Do(t.Context(), i, op("alice"), order{"k1", 1}, fn)
+		if err != nil || string(res.Output) != "abc" || !res.FromCache {
+			t.Fatalf("Do = %+v, %v", res, err)
+		}
+		res.Output[0] = 'X'
+	}
+	// One entry: a second key evicts the first.
+	_, _ = idempotency.Do(t.Context(), i, op("alice"), order{"k2", 1}, fn)
+	if res, _ := idempotency.Do(t.Context(), i, op("alice"), order{"k1", 1}, fn); res.FromCache || !res.Replayed {
+		t.Errorf("Do after eviction = %+v, want a replay from the store", res)
+	}
+}
+
+func TestWrapOnReplay(t *testing.T) {
+	i := newIdem(t, idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: 2})
+	var replays []idempotency.Replay
+	o := op("alice")
+	o.OnReplay = func(_ context.Context, r idempotency.Replay) { replays = append(replays, r) }
+	handler := idempotency.Wrap(i, o, echo)
+	for range 2 {
+		if out, err := handler(t.Context(), order{"k1", 4}); err != nil || out.Amount != 4 {
+			t.Fatalf("handler = %+v, %v", out, err)
+		}
+	}
+	if len(replays) != 1 || !replays[0].FromCache || replays[0].Failed {
+		t.Errorf("replays = %+v, want one from the cache", replays)
+	}
+}

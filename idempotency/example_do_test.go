@@ -1,0 +1,130 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/idempotency/idemtest"
+)
+
+type payment struct {
+	Key    string `json:"key"`
+	Amount int    `json:"amount"`
+}
+
+type paid struct {
+	ID string `json:"id"`
+}
+
+// A function runs once per key: a retry gets the stored output back
+// without running it, and the same key with another payload is refused.
+func ExampleDo() {
+	ctx := context.Background()
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore()})
+	op := idempotency.Operation[payment]{
+		Scope:   "alice",
+		KeyFunc: func(p payment) (string, error) { return p.Key, nil },
+	}
+	charges := 0
+	charge := func(_ context.Context, p payment) (paid, error) {
+		charges++
+		return paid{ID: fmt.Sprintf("pay-%d", charges)}, nil
+	}
+	res, err := idempotency.Do(ctx, idem, op, payment{"order-42", 100}, charge)
+	fmt.Println(res.Output.ID, res.Replayed, err)
+	res, err = idempotency.Do(ctx, idem, op, payment{"order-42", 100}, charge)
+	fmt.Println(res.Output.ID, res.Replayed, err)
+	_, err = idempotency.Do(ctx, idem, op, payment{"order-42", 999}, charge)
+	fmt.Println(errors.Is(err, idempotency.ErrKeyReused), charges)
+	// Output:
+	// pay-1 false <nil>
+	// pay-1 true <nil>
+	// true 1
+}
+
+// Wrap makes a Lambda handler idempotent: pass the result to
+// lambda.Start. OnReplay tells a replay apart.
+func ExampleWrap() {
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: 1000})
+	handler := idempotency.Wrap(idem, idempotency.Operation[payment]{
+		Scope:    "payments",
+		KeyFunc:  func(p payment) (string, error) { return p.Key, nil },
+		OnReplay: func(_ context.Context, r idempotency.Replay) { fmt.Println("replayed, from the cache:", r.FromCache) },
+	}, func(_ context.Context, p payment) (paid, error) {
+		return paid{ID: "pay-" + p.Key}, nil
+	})
+	for range 2 {
+		out, err := handler(context.Background(), payment{"order-7", 5})
+		fmt.Println(out.ID, err)
+	}
+	// Output:
+	// pay-order-7 <nil>
+	// replayed, from the cache: true
+	// pay-order-7 <nil>
+}
+
+// A failure marked permanent is stored, and every retry gets it back
+// without running the function; any other failure releases the key.
+func ExamplePermanent() {
+	ctx := context.Background()
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore()})
+	op := idempotency.Operation[payment]{Scope: "alice", Key: "order-9"}
+	runs := 0
+	charge := func(_ context.Context, p payment) (paid, error) {
+		runs++
+		return paid{}, idempotency.Permanent(errors.New("card declined"))
+	}
+	for range 3 {
+		_, err := idempotency.Do(ctx, idem, op, payment{"order-9", 100}, charge)
+		fmt.Println(err)
+	}
+	fmt.Println("runs:", runs)
+	// Output:
+	// card declined
+	// idempotency key holds a stored failure: card declined
+	// idempotency key holds a stored failure: card declined
+	// runs: 1
+}
+
+// While a call holds the key, a duplicate is told how long its lease has
+// left: the lease ends at the context's deadline (a Lambda's), or after
+// Config.Lease without one.
+func ExampleInProgressError() {
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore(), Clock: clock.Now, Lease: time.Minute})
+	op := idempotency.Operation[payment]{Scope: "alice", Key: "order-1"}
+	_, _ = idempotency.Do(context.Background(), idem, op, payment{"order-1", 1}, func(ctx context.Context, p payment) (paid, error) {
+		clock.Advance(15 * time.Second)
+		_, err := idempotency.Do(ctx, idem, op, p, func(context.Context, payment) (paid, error) { return paid{}, nil })
+		var ip *idempotency.InProgressError
+		if errors.As(err, &ip) {
+			fmt.Println("in progress, retry after", ip.RetryAfter)
+		}
+		return paid{ID: "pay-1"}, nil
+	})
+	// Output:
+	// in progress, retry after 45s
+}
+
+// Over DynamoDB: a table of TableInput's schema serves.
+func ExampleNewDynamoDBPersistence() {
+	ctx := context.Background()
+	client, table := exampleTable(ctx)
+	idem, _ := idempotency.New(idempotency.Config{Store: idempotency.NewDynamoDBPersistence(client, table)})
+	op := idempotency.Operation[payment]{Scope: "alice", Key: "order-42"}
+	for range 2 {
+		res, err := idempotency.Do(ctx, idem, op, payment{"order-42", 100}, func(context.Context, payment) (paid, error) {
+			return paid{ID: "pay-1"}, nil
+		})
+		fmt.Println(res.Output.ID, res.Replayed, err)
+	}
+	e, _ := idempotency.NewDynamoDBPersistence(client, table).Get(ctx, "alice", "order-42")
+	fmt.Println(e.Status, e.LeaseCount, string(e.Output))
+	// Output:
+	// pay-1 false <nil>
+	// pay-1 true <nil>
+	// COMPLETED 1 {"id":"pay-1"}
+}
