@@ -1,41 +1,39 @@
 package idempotency
 
 import (
-	"container/list"
-	"sync"
+	"fmt"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // entryCache keeps settled records in memory, least recently used out
-// first, keyed by record key (so by scope and key). It holds copies and
-// hands out copies. It is safe for concurrent use.
+// first, keyed by record key (so by scope and key), in a
+// hashicorp/golang-lru cache, which is safe for concurrent use. It holds
+// copies and hands out copies.
 type entryCache struct {
-	mu    sync.Mutex
-	size  int
-	order *list.List               // front: most recently used
-	items map[string]*list.Element // record key -> element holding an Entry
+	entries *lru.Cache[string, Entry]
 }
 
-func newEntryCache(size int) *entryCache {
-	return &entryCache{size: size, order: list.New(), items: make(map[string]*list.Element, size)}
+func newEntryCache(size int) (*entryCache, error) {
+	c, err := lru.New[string, Entry](size)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: cache of %d records: %w", size, err)
+	}
+	return &entryCache{entries: c}, nil
 }
 
 // get returns the settled record of recordKey unless it has expired at
 // now (then it is dropped).
 func (c *entryCache) get(recordKey string, now time.Time) (Entry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[recordKey]
+	e, ok := c.entries.Get(recordKey)
 	if !ok {
 		return Entry{}, false
 	}
-	e := el.Value.(Entry)
 	if now.Unix() >= e.ExpiresAt.Unix() {
-		c.order.Remove(el)
-		delete(c.items, recordKey)
+		c.entries.Remove(recordKey)
 		return Entry{}, false
 	}
-	c.order.MoveToFront(el)
 	return e.Clone(), true
 }
 
@@ -44,18 +42,5 @@ func (c *entryCache) put(e Entry) {
 	if !e.Status.Settled() {
 		return
 	}
-	e = e.Clone()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[e.RecordKey]; ok {
-		el.Value = e
-		c.order.MoveToFront(el)
-		return
-	}
-	c.items[e.RecordKey] = c.order.PushFront(e)
-	for c.order.Len() > c.size {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.items, last.Value.(Entry).RecordKey)
-	}
+	c.entries.Add(e.RecordKey, e.Clone())
 }

@@ -74,7 +74,11 @@ func New(cfg Config) (*Idempotency, error) {
 		i.now = time.Now
 	}
 	if cfg.CacheSize > 0 {
-		i.cache = newEntryCache(cfg.CacheSize)
+		c, err := newEntryCache(cfg.CacheSize)
+		if err != nil {
+			return nil, err
+		}
+		i.cache = c
 	}
 	return i, nil
 }

@@ -11,11 +11,12 @@ import (
 const modulePath = "github.com/exactlyonce/transfers/idempotency"
 
 // allowedModules prefix the modules the library may build with: the AWS
-// SDK for Go v2 and its smithy runtime.
-var allowedModules = []string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go"}
+// SDK for Go v2 and its smithy runtime, and hashicorp/golang-lru (the
+// cache of settled records).
+var allowedModules = []string{"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "github.com/hashicorp/golang-lru/v2"}
 
 // TestBuildList: the module's build list (go list -m all) holds the AWS
-// SDK's modules and nothing else, none of the application's in
+// SDK's modules and golang-lru and nothing else, none of the application's in
 // particular, so that a service requiring it downloads no more.
 func TestBuildList(t *testing.T) {
 	goTool, err := exec.LookPath("go")
@@ -56,6 +57,7 @@ func TestAllowed(t *testing.T) {
 		"github.com/aws/aws-sdk-go-v2":                  true,
 		"github.com/aws/aws-sdk-go-v2/service/dynamodb": true,
 		"github.com/aws/smithy-go":                      true,
+		"github.com/hashicorp/golang-lru/v2":            true,
 		"github.com/aws/aws-sdk-go-v2x":                 false,
 		"github.com/exactlyonce/transfers":              false,
 		"gonum.org/v1/plot":                             false,
