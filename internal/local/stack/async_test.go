@@ -123,7 +123,7 @@ func TestAsyncInvoker(t *testing.T) {
 // place frees, however many times it was throttled: throttles are not
 // attempts, as in Lambda.
 func TestAsyncInvokerWaitsOutThrottles(t *testing.T) {
-	release := make(chan struct{})
+	release, holding := make(chan struct{}), make(chan struct{})
 	var events atomic.Int64
 	one := 1
 	reg := &lambdarun.Registry{}
@@ -131,6 +131,7 @@ func TestAsyncInvokerWaitsOutThrottles(t *testing.T) {
 		NewHandler: func() lambda.Handler {
 			return lambda.NewHandler(func(in struct{ Hold bool }) error {
 				if in.Hold {
+					close(holding)
 					<-release
 					return nil
 				}
@@ -140,20 +141,23 @@ func TestAsyncInvokerWaitsOutThrottles(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	held := make(chan struct{})
+	held := make(chan error, 1)
 	go func() {
-		defer close(held)
-		reg.InvokeFunction(context.Background(), "Fn", []byte(`{"Hold":true}`))
+		_, _, err := reg.InvokeFunction(context.Background(), "Fn", []byte(`{"Hold":true}`))
+		held <- err
 	}()
-	// The held invocation takes the one place; the async event is
-	// throttled until it is released.
-	for {
-		_, _, err := reg.InvokeFunction(context.Background(), "Fn", []byte(`{"Hold":false}`))
-		if err != nil {
-			break
-		}
-		events.Add(-1)
-		time.Sleep(time.Millisecond)
+	// The held invocation takes the one place (nothing else invokes the
+	// function yet); the async event is throttled until it is released.
+	select {
+	case <-holding:
+	case err := <-held:
+		t.Fatalf("the held invocation ended before it held its place: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held invocation did not start")
+	}
+	var se *lambdarun.ServiceError
+	if _, _, err := reg.InvokeFunction(context.Background(), "Fn", []byte(`{"Hold":false}`)); !errors.As(err, &se) || se.Type != lambdarun.ErrorTypeTooManyRequests {
+		t.Fatalf("an invocation while the place is held: %v, want it throttled", err)
 	}
 	var failed []FailedInvocation
 	a := newAsyncInvoker(reg, 0.001, slog.New(slog.DiscardHandler), func(f FailedInvocation) { failed = append(failed, f) })
@@ -166,7 +170,9 @@ func TestAsyncInvokerWaitsOutThrottles(t *testing.T) {
 		t.Fatalf("the event ran %d times while the place was held", n)
 	}
 	close(release)
-	<-held
+	if err := <-held; err != nil {
+		t.Fatalf("the held invocation: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := a.close(ctx); err != nil {
