@@ -141,24 +141,8 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("acquire %s: %w", rk, err)
 	}
-	out, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(p.table),
-		Key:                                 keyOf(rk),
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	item, acquired := map[string]types.AttributeValue(nil), true
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		item = out.Attributes
-	case errors.As(err, &ccf):
-		item, acquired = ccf.Item, false
-	default:
+	item, acquired, err := updateReturning(ctx, p.client, p.table, rk, expr)
+	if err != nil {
 		return Entry{}, false, fmt.Errorf("acquire %s: %w", rk, err)
 	}
 	if len(item) == 0 {

@@ -252,24 +252,8 @@ func (s *Store) FailReserved(ctx context.Context, recordKey, resourceID, respons
 	if err != nil {
 		return Record{}, false, fmt.Errorf("fail %s: %w", recordKey, err)
 	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
-		Key:                                 map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	item, settled := map[string]types.AttributeValue(nil), true
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		item = out.Attributes
-	case errors.As(err, &ccf):
-		item, settled = ccf.Item, false
-	default:
+	item, settled, err := updateReturning(ctx, s.client, s.table, recordKey, expr)
+	if err != nil {
 		return Record{}, false, fmt.Errorf("fail %s: %w", recordKey, err)
 	}
 	if len(item) == 0 {
@@ -467,4 +451,35 @@ func (s *Store) FindByResourceID(ctx context.Context, scope, resourceID string) 
 		return fresh, nil
 	}
 	return Record{}, ErrNotFound
+}
+
+// itemUpdater is the UpdateItem of a DynamoDB client.
+type itemUpdater interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// updateReturning applies expr's conditional update to the record
+// recordKey of table in one UpdateItem and returns the record: as it is
+// now when the condition held (applied), as it was when it failed
+// (ALL_OLD; empty when the service returned none). Any other failure is
+// err.
+func updateReturning(ctx context.Context, client itemUpdater, table, recordKey string, expr expression.Expression) (item map[string]types.AttributeValue, applied bool, err error) {
+	out, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(table),
+		Key:                                 keyOf(recordKey),
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return out.Attributes, true, nil
+	case errors.As(err, &ccf):
+		return ccf.Item, false, nil
+	}
+	return nil, false, err
 }
