@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,6 +41,30 @@ func counted(t *testing.T) (*dynamodb.Client, *atomic.Int64) {
 }
 
 type clock struct{ now time.Time }
+
+// describeItem renders a stored item's attributes for a failure message.
+func describeItem(item map[string]types.AttributeValue) string {
+	if item == nil {
+		return "none"
+	}
+	names := make([]string, 0, len(item))
+	for name := range item {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, name := range names {
+		switch v := item[name].(type) {
+		case *types.AttributeValueMemberS:
+			fmt.Fprintf(&b, "%s=%q ", name, v.Value)
+		case *types.AttributeValueMemberN:
+			fmt.Fprintf(&b, "%s=%s ", name, v.Value)
+		default:
+			fmt.Fprintf(&b, "%s=%T ", name, v)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
 
 func (c *clock) Now() time.Time { return c.now }
 
@@ -139,6 +165,15 @@ func TestReserveExistingKey(t *testing.T) {
 			}
 			settle(t, client, table, first.Key, tt.status, clk.now.Add(tt.settled))
 			clk.now = clk.now.Add(tt.after)
+			// The record as stored before the second reservation, to say
+			// what the condition was judged on when the answer is wrong.
+			before, err := client.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: first.Key}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 
 			calls.Store(0)
 			rec, created, err := store.Reserve(ctx, reservation("alice", key, `{"a":1}`, "second"))
@@ -149,7 +184,7 @@ func TestReserveExistingKey(t *testing.T) {
 				t.Errorf("%d calls, want 1 (the conditional write returns the existing record)", calls.Load())
 			}
 			if created != tt.wantCreated {
-				t.Fatalf("created = %v, want %v", created, tt.wantCreated)
+				t.Fatalf("created = %v, want %v, at %s; the record before: %s", created, tt.wantCreated, clk.now.Format(time.RFC3339), describeItem(before.Item))
 			}
 			wantID, wantStatus := "first", tt.status
 			if tt.wantCreated {
