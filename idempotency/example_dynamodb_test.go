@@ -1,0 +1,116 @@
+package idempotency_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/idempotency/idemtest"
+)
+
+// exampleKeyedTable creates a fresh table keyed by partition and, when
+// set, sort (strings), in the DynamoDB Local that TestMain started.
+func exampleKeyedTable(ctx context.Context, partition, sort string) (*dynamodb.Client, string) {
+	endpoint, err := idemtest.Endpoint()
+	if err != nil {
+		panic(err)
+	}
+	client := idemtest.NewClient(endpoint)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	in := &dynamodb.CreateTableInput{
+		TableName:            aws.String("Example-" + hex.EncodeToString(b[:])),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(partition), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(partition), KeyType: types.KeyTypeHash}},
+	}
+	if sort != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(sort), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(sort), KeyType: types.KeyTypeRange})
+	}
+	if err := idemtest.CreateTable(ctx, client, in); err != nil {
+		panic(err)
+	}
+	return client, aws.ToString(in.TableName)
+}
+
+// A table made for Powertools' DynamoDBPersistenceLayer (partition key
+// "id", Time to Live on "expiration") serves as it is.
+func ExamplePowertoolsAttributes() {
+	ctx := context.Background()
+	client, table := exampleKeyedTable(ctx, "id", "")
+	store := idempotency.NewDynamoDBPersistence(client, table, idempotency.WithAttributes(idempotency.PowertoolsAttributes()))
+	idem, _ := idempotency.New(idempotency.Config{Store: store})
+	op := idempotency.Operation[payment]{Scope: "alice", Key: "order-42"}
+	res, err := idempotency.Do(ctx, idem, op, payment{"order-42", 100}, func(context.Context, payment) (paid, error) {
+		return paid{ID: "pay-1"}, nil
+	})
+	fmt.Println(res.Output.ID, err)
+	out, _ := client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(table),
+		Key:       map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", "order-42")}},
+	})
+	for _, name := range []string{"status", "expiration", "in_progress_expiration", "data", "validation"} {
+		_, ok := out.Item[name]
+		fmt.Println(name, ok)
+	}
+	// Output:
+	// pay-1 <nil>
+	// status true
+	// expiration true
+	// in_progress_expiration true
+	// data true
+	// validation true
+}
+
+// With a sort key, every record has the same partition key value
+// (Powertools' static_pk_value) and the record key is the sort key.
+func ExampleWithAttributes() {
+	ctx := context.Background()
+	client, table := exampleKeyedTable(ctx, "pk", "sk")
+	attrs := idempotency.DefaultAttributes()
+	attrs.SortKey, attrs.PartitionValue = "sk", "IDEMPOTENCY#payments"
+	store := idempotency.NewDynamoDBPersistence(client, table, idempotency.WithAttributes(attrs))
+	idem, _ := idempotency.New(idempotency.Config{Store: store})
+	_, _ = idempotency.Do(ctx, idem, idempotency.Operation[payment]{Scope: "alice", Key: "order-7"}, payment{"order-7", 5},
+		func(context.Context, payment) (paid, error) { return paid{ID: "pay-7"}, nil })
+	out, _ := client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "IDEMPOTENCY#payments"},
+			"sk": &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", "order-7")},
+		},
+	})
+	fmt.Println(out.Item["status"].(*types.AttributeValueMemberS).Value)
+	// Output:
+	// COMPLETED
+}
+
+// DefaultAttributes are the names of a table of TableInput's schema.
+func ExampleDefaultAttributes() {
+	a := idempotency.DefaultAttributes()
+	fmt.Println(a.PartitionKey, a.Status, a.Expiry, a.InProgressExpiry, a.Data, a.Validation)
+	// Output:
+	// pk status expiresAt leaseUntil output fingerprint
+}
+
+// Names that come from configuration are checked before
+// NewDynamoDBPersistence, which panics on what Validate refuses.
+func ExampleAttributes_Validate() {
+	a := idempotency.PowertoolsAttributes()
+	a.Data = "status"
+	err := a.Validate()
+	var ae *idempotency.AttributeError
+	fmt.Println(errors.Is(err, idempotency.ErrAttributes), errors.As(err, &ae) && ae.Field == "Data")
+	fmt.Println(err)
+	// Output:
+	// true true
+	// idempotency attribute name refused: Attributes.Data "status" is also Attributes.Status
+}
