@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -113,4 +114,35 @@ func ExampleAttributes_Validate() {
 	// Output:
 	// true true
 	// idempotency attribute name refused: Attributes.Data "status" is also Attributes.Status
+}
+
+// A transaction of one's own commits only while the lease holds the
+// record: once another call took the key over, DynamoDB cancels it and
+// writes none of it.
+func ExampleDynamoDBPersistence_Fence() {
+	ctx := context.Background()
+	client, table := exampleTable(ctx)
+	store := idempotency.NewDynamoDBPersistence(client, table)
+	now := time.Now()
+	in := idempotency.AcquireInput{Scope: "alice", Key: "order-1", Fingerprint: "fp", Now: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+	e, _, _ := store.Acquire(ctx, in)
+	note := func(id string) types.TransactWriteItem {
+		return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			idempotency.AttrKey: &types.AttributeValueMemberS{Value: id},
+		}}}
+	}
+	fence, _ := store.Fence(e.Lease())
+	_, err := client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{note("note-1"), fence}})
+	fmt.Println("under the lease:", err)
+
+	in.Now, in.LeaseUntil = now.Add(time.Minute), now.Add(2*time.Minute)
+	taken, _, _ := store.Acquire(ctx, in) // the lease expired: another call takes the key over
+	_, err = client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{note("note-2"), fence}})
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		fmt.Println("after the takeover (lease", taken.LeaseCount, "):", aws.ToString(tce.CancellationReasons[1].Code))
+	}
+	// Output:
+	// under the lease: <nil>
+	// after the takeover (lease 2 ): ConditionalCheckFailed
 }

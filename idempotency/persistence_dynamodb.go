@@ -400,15 +400,38 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 	return e, acquired, nil
 }
 
-// fenced is the condition that lease still holds its record: the record
-// is IN_PROGRESS under the lease's id and count.
-func (p *DynamoDBPersistence) fenced(lease Lease) expression.ConditionBuilder {
+// FenceCondition is the condition that lease still holds its record: the
+// record is IN_PROGRESS under the lease's id and count. Settle and
+// Release write under it; a write of the caller's that adds it
+// (Fence) commits only while the lease holds.
+func (p *DynamoDBPersistence) FenceCondition(lease Lease) expression.ConditionBuilder {
 	return expression.And(
 		expression.Name(AttrFormat).Equal(expression.Value(EntryFormat)),
 		name(p.attrs.Status).Equal(expression.Value(EntryInProgress)),
 		expression.Name(AttrLeaseID).Equal(expression.Value(lease.ID)),
 		expression.Name(AttrLeaseCount).Equal(expression.Value(lease.Count)),
 	)
+}
+
+// Fence is a ConditionCheck of FenceCondition on lease's record, to add to
+// a TransactWriteItems of one's own: the transaction commits only while
+// the lease holds the record. Once the record was taken over, settled or
+// released, DynamoDB cancels it (a *types.TransactionCanceledException
+// whose reason at the fence's index is ConditionalCheckFailed) and writes
+// none of it. The record may not be written by another item of the same
+// transaction.
+func (p *DynamoDBPersistence) Fence(lease Lease) (types.TransactWriteItem, error) {
+	expr, err := expression.NewBuilder().WithCondition(p.FenceCondition(lease)).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("fence %s: %w", lease.RecordKey, err)
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                 aws.String(p.table),
+		Key:                       p.key(lease.RecordKey),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}}, nil
 }
 
 // settlement is the update that stores o.
@@ -452,7 +475,7 @@ func (p *DynamoDBPersistence) Release(ctx context.Context, lease Lease) error {
 }
 
 func (p *DynamoDBPersistence) fencedUpdate(ctx context.Context, op string, lease Lease, update expression.UpdateBuilder) error {
-	expr, err := expression.NewBuilder().WithCondition(p.fenced(lease)).WithUpdate(update).Build()
+	expr, err := expression.NewBuilder().WithCondition(p.FenceCondition(lease)).WithUpdate(update).Build()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, lease.RecordKey, err)
 	}
