@@ -38,7 +38,18 @@ type PersistenceAPI interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
-var _ PersistenceAPI = (*dynamodb.Client)(nil)
+// TransactAPI is the part of the DynamoDB client that SettleWith and
+// Commit use besides PersistenceAPI: a client passed to
+// NewDynamoDBPersistence that lacks it serves every other method, and
+// those two fail.
+type TransactAPI interface {
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var (
+	_ PersistenceAPI = (*dynamodb.Client)(nil)
+	_ TransactAPI    = (*dynamodb.Client)(nil)
+)
 
 // Attributes names the table's keys and the attributes of a
 // DynamoDBPersistence's records (WithAttributes). Every field but SortKey
@@ -221,14 +232,17 @@ func WithAttributes(a Attributes) DynamoDBOption {
 // records too. WithAttributes names the keys, a sort key included, and the
 // attributes. Its records carry no scope and no creation time, so they
 // are in none of TableInput's indexes. Every method of Persistence is one
-// UpdateItem or GetItem.
+// UpdateItem or GetItem; SettleWith and Commit are one TransactWriteItems.
 type DynamoDBPersistence struct {
 	client PersistenceAPI
 	table  string
 	attrs  Attributes
 }
 
-var _ Persistence = (*DynamoDBPersistence)(nil)
+var (
+	_ Persistence              = (*DynamoDBPersistence)(nil)
+	_ TransactionalPersistence = (*DynamoDBPersistence)(nil)
+)
 
 // NewDynamoDBPersistence returns the Persistence over table with opts.
 // Options that Attributes.Validate refuses make it panic with that
@@ -401,8 +415,8 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 }
 
 // FenceCondition is the condition that lease still holds its record: the
-// record is IN_PROGRESS under the lease's id and count. Settle and
-// Release write under it; a write of the caller's that adds it
+// record is IN_PROGRESS under the lease's id and count. Settle, Release
+// and SettleWith write under it; a write of the caller's that adds it
 // (Fence) commits only while the lease holds.
 func (p *DynamoDBPersistence) FenceCondition(lease Lease) expression.ConditionBuilder {
 	return expression.And(
