@@ -92,6 +92,9 @@ type TransactionalPersistence interface {
 // condition (ErrFenced), or the first staged item that failed (a
 // *TxItemError naming its index among items and its code). Without items
 // it is Settle, one UpdateItem. The client must implement TransactAPI.
+// The SDK gives the call a ClientRequestToken, so that its own retries of
+// a transaction that did commit are answered with success, not with a
+// cancellation by the fence.
 func (p *DynamoDBPersistence) SettleWith(ctx context.Context, lease Lease, o Outcome, items []types.TransactWriteItem) error {
 	if len(items) == 0 {
 		return p.Settle(ctx, lease, o)
