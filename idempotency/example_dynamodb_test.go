@@ -146,3 +146,34 @@ func ExampleDynamoDBPersistence_Fence() {
 	// under the lease: <nil>
 	// after the takeover (lease 2 ): ConditionalCheckFailed
 }
+
+// An *AttributeError names the field refused and says why.
+func ExampleAttributeError() {
+	a := idempotency.DefaultAttributes()
+	a.Expiry = idempotency.AttrLeaseID
+	var ae *idempotency.AttributeError
+	if errors.As(a.Validate(), &ae) {
+		fmt.Printf("%s %q: %s\n", ae.Field, ae.Name, ae.Reason)
+	}
+	// Output:
+	// Expiry "leaseId": is the attribute of the lease id
+}
+
+// noTransactions is a client with the calls of PersistenceAPI and not
+// TransactWriteItems.
+type noTransactions struct{ idempotency.PersistenceAPI }
+
+// A client without TransactWriteItems (TransactAPI) serves Persistence's
+// methods; SettleWith and Commit refuse it.
+func ExampleTransactAPI() {
+	ctx := context.Background()
+	client, table := exampleTable(ctx)
+	var _ idempotency.TransactAPI = client // *dynamodb.Client has it
+	store := idempotency.NewDynamoDBPersistence(noTransactions{client}, table)
+	err := store.Commit(ctx, []types.TransactWriteItem{{Put: &types.Put{
+		TableName: aws.String(table), Item: map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: "NOTE#1"}},
+	}}})
+	fmt.Println(errors.Is(err, idempotency.ErrNotTransactional))
+	// Output:
+	// true
+}

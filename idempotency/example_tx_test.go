@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/idempotency/idemtest"
 )
 
 // exampleAccount is the key of an account's item, in the same table as
@@ -277,4 +278,20 @@ func ExampleDynamoDBPersistence_Attributes() {
 	fmt.Println(a.PartitionKey, a.PartitionValue, a.SortKey)
 	// Output:
 	// id idempotency#payments sk
+}
+
+// DoTx needs a store that commits transactions: DynamoDBPersistence is
+// one, the memory store of idemtest is not.
+func ExampleTransactionalPersistence() {
+	var store idempotency.Persistence = idempotency.NewDynamoDBPersistence(nil, "table")
+	_, ok := store.(idempotency.TransactionalPersistence)
+	fmt.Println(ok)
+
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore()})
+	_, err := idempotency.DoTx(context.Background(), idem, idempotency.Operation[payment]{Scope: "alice", Key: "order-1"}, payment{"order-1", 1},
+		func(context.Context, payment, *idempotency.Tx) (paid, error) { return paid{}, nil })
+	fmt.Println(errors.Is(err, idempotency.ErrNotTransactional))
+	// Output:
+	// true
+	// true
 }
