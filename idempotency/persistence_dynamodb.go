@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -15,9 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Attribute names of an Entry record besides AttrKey, AttrFormat,
-// AttrStatus, AttrFingerprint and AttrExpiresAt (the Time to Live
-// attribute), which it shares with a Store's records.
+// Attribute names of an Entry record besides those Attributes names: the
+// lease's id and counter and a failure's text, always under these names.
+// AttrLeaseUntil and AttrOutput are the default names of
+// Attributes.InProgressExpiry and Attributes.Data (DefaultAttributes).
 const (
 	AttrLeaseID    = "leaseId"
 	AttrLeaseCount = "leaseCount"
@@ -28,47 +32,247 @@ const (
 )
 
 // PersistenceAPI is the part of the DynamoDB client DynamoDBPersistence
-// uses.
+// uses for Persistence's methods.
 type PersistenceAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
-var _ PersistenceAPI = (*dynamodb.Client)(nil)
+// TransactAPI is the part of the DynamoDB client that SettleWith and
+// Commit use besides PersistenceAPI: a client passed to
+// NewDynamoDBPersistence that lacks it serves every other method, and
+// those two fail.
+type TransactAPI interface {
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
 
-// DynamoDBPersistence is the Persistence of Do over one DynamoDB table
-// whose partition key is AttrKey ("pk", a string): a table of
-// TableInput's schema serves, and may hold a Store's records too. Its
-// records carry no scope and no creation time, so they are in none of the
-// table's indexes. Every operation is one UpdateItem or GetItem.
+var (
+	_ PersistenceAPI = (*dynamodb.Client)(nil)
+	_ TransactAPI    = (*dynamodb.Client)(nil)
+)
+
+// Attributes names the table's keys and the attributes of a
+// DynamoDBPersistence's records (WithAttributes). Every field but SortKey
+// and PartitionValue is required; Validate says what is refused.
+type Attributes struct {
+	// PartitionKey is the table's partition key, a string: it holds the
+	// record key (RecordKey), or PartitionValue when there is a SortKey.
+	PartitionKey string
+	// SortKey, when set, is the table's sort key, a string: it holds the
+	// record key, and PartitionKey holds PartitionValue in every record
+	// (Powertools' sort_key_attr).
+	SortKey string
+	// PartitionValue is the partition key of every record when SortKey is
+	// set (Powertools' static_pk_value): when empty, "idempotency#"
+	// followed by $AWS_LAMBDA_FUNCTION_NAME as it is at construction, as
+	// Powertools does. It is refused without a SortKey.
+	PartitionValue string
+	// Status holds the EntryStatus.
+	Status string
+	// Expiry holds ExpiresAt, in epoch seconds: the table's Time to Live
+	// attribute.
+	Expiry string
+	// InProgressExpiry holds LeaseUntil, when the lease expires, in epoch
+	// milliseconds.
+	InProgressExpiry string
+	// Data holds a COMPLETED call's output, a binary value.
+	Data string
+	// Validation holds the payload's Fingerprint.
+	Validation string
+}
+
+// DefaultAttributes are the names DynamoDBPersistence uses without
+// WithAttributes: the partition key "pk" (as TableInput's), no sort key,
+// "status", "expiresAt", "leaseUntil", "output" and "fingerprint".
+func DefaultAttributes() Attributes {
+	return Attributes{
+		PartitionKey:     AttrKey,
+		Status:           AttrStatus,
+		Expiry:           AttrExpiresAt,
+		InProgressExpiry: AttrLeaseUntil,
+		Data:             AttrOutput,
+		Validation:       AttrFingerprint,
+	}
+}
+
+// PowertoolsAttributes are the attribute names of Powertools for AWS
+// Lambda's DynamoDBPersistenceLayer, with its defaults: the partition key
+// "id", "status", "expiration", "in_progress_expiration", "data" and
+// "validation". Set SortKey (and PartitionValue) for a table with a sort
+// key, as its sort_key_attr (and static_pk_value).
+//
+// A table made for Powertools then serves as it is, its Time to Live on
+// "expiration" included, and the units agree: "expiration" in epoch
+// seconds, "in_progress_expiration" in epoch milliseconds. The records do
+// not: a Powertools function and Do cannot answer each other's calls. The
+// key differs (RecordKey, a hex SHA-256 of the scope and the key, where
+// Powertools stores "<function>#<hash of the payload>"), so neither ever
+// reads a record of the other, and a record without the format attribute
+// is refused with a *FormatError anyway. The states differ (IN_PROGRESS
+// and RELEASED and FAILED against Powertools' INPROGRESS and COMPLETED
+// only), "data" is binary where Powertools stores a string, "validation"
+// holds the SHA-256 Fingerprint where Powertools stores a hash of the part
+// of the event it validates, and the records carry attributes Powertools
+// has not: AttrFormat, AttrLeaseID, AttrLeaseCount and AttrFailure. A
+// released key keeps its record (RELEASED) where Powertools deletes it.
+func PowertoolsAttributes() Attributes {
+	return Attributes{
+		PartitionKey:     "id",
+		Status:           "status",
+		Expiry:           "expiration",
+		InProgressExpiry: "in_progress_expiration",
+		Data:             "data",
+		Validation:       "validation",
+	}
+}
+
+// ErrAttributes reports attribute names that DynamoDBPersistence refuses.
+// The error is an *AttributeError naming the field.
+var ErrAttributes = errors.New("idempotency attribute name refused")
+
+// AttributeError refuses one field of Attributes. It matches
+// ErrAttributes with errors.Is.
+type AttributeError struct {
+	// Field is the field of Attributes: "PartitionKey", "Status"...
+	Field string
+	// Name is its value.
+	Name string
+	// Reason says why it is refused.
+	Reason string
+}
+
+func (e *AttributeError) Error() string {
+	return fmt.Sprintf("%v: Attributes.%s %q %s", ErrAttributes, e.Field, e.Name, e.Reason)
+}
+
+// Unwrap makes the error match ErrAttributes.
+func (e *AttributeError) Unwrap() error { return ErrAttributes }
+
+// maxNameLength is DynamoDB's limit on the name of a key attribute,
+// applied to every name.
+const maxNameLength = 255
+
+// maxPartitionValue is DynamoDB's limit on a partition key value, in
+// bytes.
+const maxPartitionValue = 2048
+
+// fixedAttributes are the attributes of a record that Attributes does not
+// name, and what each holds.
+var fixedAttributes = map[string]string{
+	AttrFormat:     "the record's format",
+	AttrLeaseID:    "the lease id",
+	AttrLeaseCount: "the lease counter",
+	AttrFailure:    "a failure's text",
+}
+
+// Validate reports the first field of a refused, with an *AttributeError
+// (ErrAttributes): a required name that is empty; a name longer than 255
+// bytes, not UTF-8, or holding a bracket (an expression would read "[n]"
+// as a list index); a name also given to another field, or that is one of
+// the attributes with a fixed name (AttrFormat, AttrLeaseID,
+// AttrLeaseCount, AttrFailure); a PartitionValue without a SortKey, or
+// longer than 2048 bytes.
+func (a Attributes) Validate() error {
+	fields := []struct {
+		field, name string
+		optional    bool
+	}{
+		{"PartitionKey", a.PartitionKey, false},
+		{"SortKey", a.SortKey, true},
+		{"Status", a.Status, false},
+		{"Expiry", a.Expiry, false},
+		{"InProgressExpiry", a.InProgressExpiry, false},
+		{"Data", a.Data, false},
+		{"Validation", a.Validation, false},
+	}
+	seen := map[string]string{}
+	for _, f := range fields {
+		refuse := func(reason string) error { return &AttributeError{Field: f.field, Name: f.name, Reason: reason} }
+		switch {
+		case f.name == "" && f.optional:
+			continue
+		case f.name == "":
+			return refuse("is empty")
+		case len(f.name) > maxNameLength:
+			return refuse(fmt.Sprintf("is longer than %d bytes", maxNameLength))
+		case !utf8.ValidString(f.name):
+			return refuse("is not UTF-8")
+		case strings.ContainsAny(f.name, "[]"):
+			return refuse("holds a bracket, which an expression reads as a list index")
+		}
+		if what, ok := fixedAttributes[f.name]; ok {
+			return refuse("is the attribute of " + what)
+		}
+		if other, ok := seen[f.name]; ok {
+			return refuse("is also Attributes." + other)
+		}
+		seen[f.name] = f.field
+	}
+	switch {
+	case a.PartitionValue != "" && a.SortKey == "":
+		return &AttributeError{Field: "PartitionValue", Name: a.PartitionValue, Reason: "is set without a SortKey"}
+	case len(a.PartitionValue) > maxPartitionValue:
+		return &AttributeError{Field: "PartitionValue", Name: a.PartitionValue, Reason: fmt.Sprintf("is longer than %d bytes", maxPartitionValue)}
+	}
+	return nil
+}
+
+// DynamoDBOption configures a DynamoDBPersistence.
+type DynamoDBOption func(*DynamoDBPersistence)
+
+// WithAttributes names the table's keys and the records' attributes:
+// start from DefaultAttributes or PowertoolsAttributes.
+func WithAttributes(a Attributes) DynamoDBOption {
+	return func(p *DynamoDBPersistence) { p.attrs = a }
+}
+
+// DynamoDBPersistence is the Persistence of Do over one DynamoDB table.
+// By default (DefaultAttributes) its partition key is AttrKey ("pk", a
+// string): a table of TableInput's schema serves, and may hold a Store's
+// records too. WithAttributes names the keys, a sort key included, and the
+// attributes. Its records carry no scope and no creation time, so they
+// are in none of TableInput's indexes. Every method of Persistence is one
+// UpdateItem or GetItem; SettleWith and Commit are one TransactWriteItems.
 type DynamoDBPersistence struct {
 	client PersistenceAPI
 	table  string
+	attrs  Attributes
 }
 
-var _ Persistence = (*DynamoDBPersistence)(nil)
+var (
+	_ Persistence              = (*DynamoDBPersistence)(nil)
+	_ TransactionalPersistence = (*DynamoDBPersistence)(nil)
+)
 
-// NewDynamoDBPersistence returns the Persistence over table.
-func NewDynamoDBPersistence(client PersistenceAPI, table string) *DynamoDBPersistence {
-	return &DynamoDBPersistence{client: client, table: table}
+// NewDynamoDBPersistence returns the Persistence over table with opts.
+// Options that Attributes.Validate refuses make it panic with that
+// *AttributeError, before anything is written, as regexp.MustCompile
+// does: validate names that come from configuration first. Without
+// options it never panics.
+func NewDynamoDBPersistence(client PersistenceAPI, table string, opts ...DynamoDBOption) *DynamoDBPersistence {
+	p := &DynamoDBPersistence{client: client, table: table, attrs: DefaultAttributes()}
+	for _, o := range opts {
+		o(p)
+	}
+	if err := p.attrs.Validate(); err != nil {
+		panic(err)
+	}
+	if p.attrs.SortKey != "" && p.attrs.PartitionValue == "" {
+		p.attrs.PartitionValue = "idempotency#" + os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+	}
+	return p
 }
 
-// entryItem is an Entry as the table holds it.
-type entryItem struct {
-	Key         string `dynamodbav:"pk"`
-	Format      string `dynamodbav:"format"`
-	Status      string `dynamodbav:"status"`
-	Fingerprint string `dynamodbav:"fingerprint"`
-	LeaseID     string `dynamodbav:"leaseId"`
-	LeaseCount  int64  `dynamodbav:"leaseCount"`
-	LeaseUntil  int64  `dynamodbav:"leaseUntil"`
-	ExpiresAt   int64  `dynamodbav:"expiresAt,omitempty"`
-	Output      []byte `dynamodbav:"output,omitempty"`
-	Failure     string `dynamodbav:"failure,omitempty"`
-}
+// Attributes are the names p uses, PartitionValue filled in when there is
+// a SortKey.
+func (p *DynamoDBPersistence) Attributes() Attributes { return p.attrs }
 
-// decodeEntry reads an item, refusing one of another format by name.
-func decodeEntry(item map[string]types.AttributeValue) (Entry, error) {
+// name is an expression name of a configured attribute: dots are part of
+// the name, not a path.
+func name(n string) expression.NameBuilder { return expression.NameNoDotSplit(n) }
+
+// decode reads an item, refusing one of another format by name.
+func (p *DynamoDBPersistence) decode(item map[string]types.AttributeValue) (Entry, error) {
 	format := ""
 	if f, ok := item[AttrFormat].(*types.AttributeValueMemberS); ok {
 		format = f.Value
@@ -76,24 +280,40 @@ func decodeEntry(item map[string]types.AttributeValue) (Entry, error) {
 	if format != EntryFormat {
 		return Entry{}, &FormatError{Format: format}
 	}
-	var it entryItem
-	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return Entry{}, fmt.Errorf("decode: %w", err)
+	a := p.attrs
+	keyAttr := a.PartitionKey
+	if a.SortKey != "" {
+		keyAttr = a.SortKey
 	}
-	e := Entry{
-		RecordKey:   it.Key,
-		Status:      EntryStatus(it.Status),
-		Fingerprint: it.Fingerprint,
-		LeaseID:     it.LeaseID,
-		LeaseCount:  it.LeaseCount,
-		Output:      it.Output,
-		Failure:     it.Failure,
+	var e Entry
+	var leaseUntil, expiresAt int64
+	for _, f := range []struct {
+		name string
+		dst  any
+	}{
+		{keyAttr, &e.RecordKey},
+		{a.Status, &e.Status},
+		{a.Validation, &e.Fingerprint},
+		{AttrLeaseID, &e.LeaseID},
+		{AttrLeaseCount, &e.LeaseCount},
+		{a.InProgressExpiry, &leaseUntil},
+		{a.Expiry, &expiresAt},
+		{a.Data, &e.Output},
+		{AttrFailure, &e.Failure},
+	} {
+		av, ok := item[f.name]
+		if !ok {
+			continue
+		}
+		if err := attributevalue.Unmarshal(av, f.dst); err != nil {
+			return Entry{}, fmt.Errorf("decode %s: %w", f.name, err)
+		}
 	}
-	if it.LeaseUntil != 0 {
-		e.LeaseUntil = time.UnixMilli(it.LeaseUntil).UTC()
+	if leaseUntil != 0 {
+		e.LeaseUntil = time.UnixMilli(leaseUntil).UTC()
 	}
-	if it.ExpiresAt != 0 {
-		e.ExpiresAt = time.Unix(it.ExpiresAt, 0).UTC()
+	if expiresAt != 0 {
+		e.ExpiresAt = time.Unix(expiresAt, 0).UTC()
 	}
 	return e, nil
 }
@@ -105,8 +325,20 @@ func NewLeaseID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// keyOf is the key of a record in a table of TableInput's schema.
 func keyOf(recordKey string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}}
+}
+
+// key is the table key of the record recordKey.
+func (p *DynamoDBPersistence) key(recordKey string) map[string]types.AttributeValue {
+	if p.attrs.SortKey == "" {
+		return map[string]types.AttributeValue{p.attrs.PartitionKey: &types.AttributeValueMemberS{Value: recordKey}}
+	}
+	return map[string]types.AttributeValue{
+		p.attrs.PartitionKey: &types.AttributeValueMemberS{Value: p.attrs.PartitionValue},
+		p.attrs.SortKey:      &types.AttributeValueMemberS{Value: recordKey},
+	}
 }
 
 // Acquire is one conditional UpdateItem: it writes a fresh lease when the
@@ -119,9 +351,10 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 		return Entry{}, false, err
 	}
 	rk := RecordKey(in.Scope, in.Key)
-	status, fp, format := expression.Name(AttrStatus), expression.Name(AttrFingerprint), expression.Name(AttrFormat)
-	until, expires := expression.Name(AttrLeaseUntil), expression.Name(AttrExpiresAt)
-	free := expression.AttributeNotExists(expression.Name(AttrKey)).Or(
+	a := p.attrs
+	status, fp, format := name(a.Status), name(a.Validation), expression.Name(AttrFormat)
+	until, expires := name(a.InProgressExpiry), name(a.Expiry)
+	free := expression.AttributeNotExists(name(a.PartitionKey)).Or(
 		format.Equal(expression.Value(EntryFormat)).And(expression.Or(
 			status.Equal(expression.Value(EntryReleased)),
 			status.Equal(expression.Value(EntryInProgress)).And(fp.Equal(expression.Value(in.Fingerprint)), until.LessThanEqual(expression.Value(in.Now.UnixMilli()))),
@@ -135,14 +368,31 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 		Set(count, expression.Plus(expression.IfNotExists(count, expression.Value(0)), expression.Value(1))).
 		Set(until, expression.Value(in.LeaseUntil.UnixMilli())).
 		Set(expires, expression.Value(in.ExpiresAt.Unix())).
-		Remove(expression.Name(AttrOutput)).
+		Remove(name(a.Data)).
 		Remove(expression.Name(AttrFailure))
 	expr, err := expression.NewBuilder().WithCondition(free).WithUpdate(update).Build()
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("acquire %s: %w", rk, err)
 	}
-	item, acquired, err := updateReturning(ctx, p.client, p.table, rk, expr)
-	if err != nil {
+	out, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(p.table),
+		Key:                                 p.key(rk),
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var item map[string]types.AttributeValue
+	var ccf *types.ConditionalCheckFailedException
+	acquired := false
+	switch {
+	case err == nil:
+		item, acquired = out.Attributes, true
+	case errors.As(err, &ccf):
+		item = ccf.Item
+	default:
 		return Entry{}, false, fmt.Errorf("acquire %s: %w", rk, err)
 	}
 	if len(item) == 0 {
@@ -157,34 +407,67 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 		}
 		return e, false, nil
 	}
-	e, err := decodeEntry(item)
+	e, err := p.decode(item)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("acquire %s: %w", rk, err)
 	}
 	return e, acquired, nil
 }
 
-// fenced is the condition that the record is IN_PROGRESS under lease.
-func fenced(lease Lease) expression.ConditionBuilder {
+// FenceCondition is the condition that lease still holds its record: the
+// record is IN_PROGRESS under the lease's id and count. Settle, Release
+// and SettleWith write under it; a write of the caller's that adds it
+// (Fence) commits only while the lease holds.
+func (p *DynamoDBPersistence) FenceCondition(lease Lease) expression.ConditionBuilder {
 	return expression.And(
 		expression.Name(AttrFormat).Equal(expression.Value(EntryFormat)),
-		expression.Name(AttrStatus).Equal(expression.Value(EntryInProgress)),
+		name(p.attrs.Status).Equal(expression.Value(EntryInProgress)),
 		expression.Name(AttrLeaseID).Equal(expression.Value(lease.ID)),
 		expression.Name(AttrLeaseCount).Equal(expression.Value(lease.Count)),
 	)
 }
 
-// Settle is one UpdateItem conditioned on the lease.
-func (p *DynamoDBPersistence) Settle(ctx context.Context, lease Lease, o Outcome) error {
-	update := expression.Set(expression.Name(AttrStatus), expression.Value(o.Status)).
-		Set(expression.Name(AttrExpiresAt), expression.Value(o.ExpiresAt.Unix()))
+// Fence is a ConditionCheck of FenceCondition on lease's record, to add to
+// a TransactWriteItems of one's own: the transaction commits only while
+// the lease holds the record. Once the record was taken over, settled or
+// released, DynamoDB cancels it (a *types.TransactionCanceledException
+// whose reason at the fence's index is ConditionalCheckFailed) and writes
+// none of it. The record may not be written by another item of the same
+// transaction.
+func (p *DynamoDBPersistence) Fence(lease Lease) (types.TransactWriteItem, error) {
+	expr, err := expression.NewBuilder().WithCondition(p.FenceCondition(lease)).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("fence %s: %w", lease.RecordKey, err)
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                 aws.String(p.table),
+		Key:                       p.key(lease.RecordKey),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}}, nil
+}
+
+// settlement is the update that stores o.
+func (p *DynamoDBPersistence) settlement(lease Lease, o Outcome) (expression.UpdateBuilder, error) {
+	update := expression.Set(name(p.attrs.Status), expression.Value(o.Status)).
+		Set(name(p.attrs.Expiry), expression.Value(o.ExpiresAt.Unix()))
 	switch o.Status {
 	case EntryCompleted:
-		update = update.Set(expression.Name(AttrOutput), expression.Value(&types.AttributeValueMemberB{Value: nonNil(o.Output)}))
+		update = update.Set(name(p.attrs.Data), expression.Value(&types.AttributeValueMemberB{Value: nonNil(o.Output)}))
 	case EntryFailed:
 		update = update.Set(expression.Name(AttrFailure), expression.Value(o.Failure))
 	default:
-		return fmt.Errorf("settle %s: status %q is not COMPLETED or FAILED", lease.RecordKey, o.Status)
+		return update, fmt.Errorf("settle %s: status %q is not COMPLETED or FAILED", lease.RecordKey, o.Status)
+	}
+	return update, nil
+}
+
+// Settle is one UpdateItem conditioned on the lease.
+func (p *DynamoDBPersistence) Settle(ctx context.Context, lease Lease, o Outcome) error {
+	update, err := p.settlement(lease, o)
+	if err != nil {
+		return err
 	}
 	return p.fencedUpdate(ctx, "settle", lease, update)
 }
@@ -201,18 +484,18 @@ func nonNil(b []byte) []byte {
 // Release is one UpdateItem conditioned on the lease. The record stays,
 // with its lease counter.
 func (p *DynamoDBPersistence) Release(ctx context.Context, lease Lease) error {
-	update := expression.Set(expression.Name(AttrStatus), expression.Value(EntryReleased))
+	update := expression.Set(name(p.attrs.Status), expression.Value(EntryReleased))
 	return p.fencedUpdate(ctx, "release", lease, update)
 }
 
 func (p *DynamoDBPersistence) fencedUpdate(ctx context.Context, op string, lease Lease, update expression.UpdateBuilder) error {
-	expr, err := expression.NewBuilder().WithCondition(fenced(lease)).WithUpdate(update).Build()
+	expr, err := expression.NewBuilder().WithCondition(p.FenceCondition(lease)).WithUpdate(update).Build()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, lease.RecordKey, err)
 	}
 	_, err = p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
-		Key:                       keyOf(lease.RecordKey),
+		Key:                       p.key(lease.RecordKey),
 		ConditionExpression:       expr.Condition(),
 		UpdateExpression:          expr.Update(),
 		ExpressionAttributeNames:  expr.Names(),
@@ -234,7 +517,7 @@ func (p *DynamoDBPersistence) Get(ctx context.Context, scope, key string) (Entry
 	rk := RecordKey(scope, key)
 	out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(p.table),
-		Key:            keyOf(rk),
+		Key:            p.key(rk),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -243,7 +526,7 @@ func (p *DynamoDBPersistence) Get(ctx context.Context, scope, key string) (Entry
 	if len(out.Item) == 0 {
 		return Entry{}, ErrNotFound
 	}
-	e, err := decodeEntry(out.Item)
+	e, err := p.decode(out.Item)
 	if err != nil {
 		return Entry{}, fmt.Errorf("get %s: %w", rk, err)
 	}
