@@ -60,6 +60,9 @@ func New(cfg Config) (*Idempotency, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("idempotency: Config.Store is required")
 	}
+	if v, ok := cfg.Store.(interface{ Err() error }); ok && v.Err() != nil {
+		return nil, v.Err()
+	}
 	if cfg.Retention < 0 || cfg.Lease < 0 || cfg.CacheSize < 0 {
 		return nil, errors.New("idempotency: Config.Retention, Lease and CacheSize may not be negative")
 	}

@@ -102,8 +102,8 @@ func ExampleDefaultAttributes() {
 	// pk status expiresAt leaseUntil output fingerprint
 }
 
-// Names that come from configuration are checked before
-// NewDynamoDBPersistence, which panics on what Validate refuses.
+// Validate says what is wrong with names that come from configuration;
+// New refuses a store made with them for the same reason.
 func ExampleAttributes_Validate() {
 	a := idempotency.PowertoolsAttributes()
 	a.Data = "status"
@@ -111,9 +111,12 @@ func ExampleAttributes_Validate() {
 	var ae *idempotency.AttributeError
 	fmt.Println(errors.Is(err, idempotency.ErrAttributes), errors.As(err, &ae) && ae.Field == "Data")
 	fmt.Println(err)
+	_, err = idempotency.New(idempotency.Config{Store: idempotency.NewDynamoDBPersistence(nil, "t", idempotency.WithAttributes(a))})
+	fmt.Println(err)
 	// Output:
 	// true true
 	// idempotency attribute name refused: Attributes.Data "status" is also Attributes.Status
+	// idempotency: DynamoDB store: idempotency attribute name refused: Attributes.Data "status" is also Attributes.Status
 }
 
 // A transaction of one's own commits only while the lease holds the

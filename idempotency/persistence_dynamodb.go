@@ -237,6 +237,8 @@ type DynamoDBPersistence struct {
 	client PersistenceAPI
 	table  string
 	attrs  Attributes
+	// err is why the options were refused: every call fails with it.
+	err error
 }
 
 var (
@@ -245,23 +247,27 @@ var (
 )
 
 // NewDynamoDBPersistence returns the Persistence over table with opts.
-// Options that Attributes.Validate refuses make it panic with that
-// *AttributeError, before anything is written, as regexp.MustCompile
-// does: validate names that come from configuration first. Without
-// options it never panics.
+// Options that Attributes.Validate refuses are kept as the store's Err:
+// New refuses a Config with that store, and every call of the store fails
+// with that *AttributeError before anything is sent.
 func NewDynamoDBPersistence(client PersistenceAPI, table string, opts ...DynamoDBOption) *DynamoDBPersistence {
 	p := &DynamoDBPersistence{client: client, table: table, attrs: DefaultAttributes()}
 	for _, o := range opts {
 		o(p)
 	}
 	if err := p.attrs.Validate(); err != nil {
-		panic(err)
+		p.err = fmt.Errorf("idempotency: DynamoDB store: %w", err)
+		return p
 	}
 	if p.attrs.SortKey != "" && p.attrs.PartitionValue == "" {
 		p.attrs.PartitionValue = "idempotency#" + os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
 	}
 	return p
 }
+
+// Err is why NewDynamoDBPersistence refused its options (an
+// *AttributeError), nil when it did not.
+func (p *DynamoDBPersistence) Err() error { return p.err }
 
 // Attributes are the names p uses, PartitionValue filled in when there is
 // a SortKey.
@@ -347,6 +353,9 @@ func (p *DynamoDBPersistence) key(recordKey string) map[string]types.AttributeVa
 // returned from the same call (ReturnValuesOnConditionCheckFailure =
 // ALL_OLD).
 func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Entry, bool, error) {
+	if p.err != nil {
+		return Entry{}, false, p.err
+	}
 	if err := ValidateKey(in.Key); err != nil {
 		return Entry{}, false, err
 	}
@@ -435,6 +444,9 @@ func (p *DynamoDBPersistence) FenceCondition(lease Lease) expression.ConditionBu
 // none of it. The record may not be written by another item of the same
 // transaction.
 func (p *DynamoDBPersistence) Fence(lease Lease) (types.TransactWriteItem, error) {
+	if p.err != nil {
+		return types.TransactWriteItem{}, p.err
+	}
 	expr, err := expression.NewBuilder().WithCondition(p.FenceCondition(lease)).Build()
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("fence %s: %w", lease.RecordKey, err)
@@ -489,6 +501,9 @@ func (p *DynamoDBPersistence) Release(ctx context.Context, lease Lease) error {
 }
 
 func (p *DynamoDBPersistence) fencedUpdate(ctx context.Context, op string, lease Lease, update expression.UpdateBuilder) error {
+	if p.err != nil {
+		return p.err
+	}
 	expr, err := expression.NewBuilder().WithCondition(p.FenceCondition(lease)).WithUpdate(update).Build()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, lease.RecordKey, err)
@@ -514,6 +529,9 @@ func (p *DynamoDBPersistence) fencedUpdate(ctx context.Context, op string, lease
 
 // Get reads the record with a strongly consistent GetItem.
 func (p *DynamoDBPersistence) Get(ctx context.Context, scope, key string) (Entry, error) {
+	if p.err != nil {
+		return Entry{}, p.err
+	}
 	rk := RecordKey(scope, key)
 	out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(p.table),

@@ -108,24 +108,43 @@ func TestAttributesValidate(t *testing.T) {
 	}
 }
 
-// NewDynamoDBPersistence refuses the names Validate refuses, by name,
-// before any call to DynamoDB.
+// A DynamoDBPersistence whose names Validate refuses is refused by New,
+// by name, and each of its calls fails with the same error, before any
+// call to DynamoDB.
 func TestNewDynamoDBPersistenceRefuses(t *testing.T) {
 	client, calls := counted(t)
 	a := idempotency.PowertoolsAttributes()
 	a.SortKey = "id"
-	defer func() {
+	store := idempotency.NewDynamoDBPersistence(client, "any", idempotency.WithAttributes(a))
+	names := func(err error) bool {
 		var ae *idempotency.AttributeError
-		err, _ := recover().(error)
-		if !errors.As(err, &ae) || ae.Field != "SortKey" || ae.Name != "id" {
-			t.Errorf("NewDynamoDBPersistence panicked with %v, want an *AttributeError naming SortKey", err)
+		return errors.As(err, &ae) && ae.Field == "SortKey" && ae.Name == "id"
+	}
+	if !names(store.Err()) {
+		t.Errorf("Err = %v, want an *AttributeError naming SortKey", store.Err())
+	}
+	if _, err := idempotency.New(idempotency.Config{Store: store}); !names(err) {
+		t.Errorf("New = %v, want the *AttributeError naming SortKey", err)
+	}
+	ctx := context.Background()
+	lease := idempotency.Lease{RecordKey: "rk", ID: "l", Count: 1}
+	_, _, acquireErr := store.Acquire(ctx, idempotency.AcquireInput{Scope: "s", Key: "k"})
+	_, getErr := store.Get(ctx, "s", "k")
+	_, fenceErr := store.Fence(lease)
+	for op, err := range map[string]error{
+		"Acquire": acquireErr, "Get": getErr, "Fence": fenceErr,
+		"Settle":     store.Settle(ctx, lease, idempotency.Outcome{Status: idempotency.EntryCompleted}),
+		"Release":    store.Release(ctx, lease),
+		"SettleWith": store.SettleWith(ctx, lease, idempotency.Outcome{Status: idempotency.EntryCompleted}, nil),
+		"Commit":     store.Commit(ctx, []types.TransactWriteItem{{}}),
+	} {
+		if !names(err) {
+			t.Errorf("%s = %v, want the *AttributeError", op, err)
 		}
-		if calls.Load() != 0 {
-			t.Errorf("%d calls to DynamoDB, want none", calls.Load())
-		}
-	}()
-	idempotency.NewDynamoDBPersistence(client, "any", idempotency.WithAttributes(a))
-	t.Error("NewDynamoDBPersistence accepted a sort key named as the partition key")
+	}
+	if calls.Load() != 0 {
+		t.Errorf("%d calls to DynamoDB, want none", calls.Load())
+	}
 }
 
 // schema is a table of its own for a DynamoDBPersistence with custom

@@ -96,6 +96,9 @@ type TransactionalPersistence interface {
 // a transaction that did commit are answered with success, not with a
 // cancellation by the fence.
 func (p *DynamoDBPersistence) SettleWith(ctx context.Context, lease Lease, o Outcome, items []types.TransactWriteItem) error {
+	if p.err != nil {
+		return p.err
+	}
 	if len(items) == 0 {
 		return p.Settle(ctx, lease, o)
 	}
@@ -134,6 +137,9 @@ func (p *DynamoDBPersistence) SettleWith(ctx context.Context, lease Lease, o Out
 // Commit is one TransactWriteItems of items, with no record. Without
 // items it does nothing.
 func (p *DynamoDBPersistence) Commit(ctx context.Context, items []types.TransactWriteItem) error {
+	if p.err != nil {
+		return p.err
+	}
 	if len(items) == 0 {
 		return nil
 	}
