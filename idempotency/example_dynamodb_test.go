@@ -180,3 +180,14 @@ func ExampleTransactAPI() {
 	// Output:
 	// true
 }
+
+// The table of a store with Powertools' names: a string partition key
+// "id", and Time to Live on "expiration".
+func ExampleAttributes_TableInput() {
+	a := idempotency.PowertoolsAttributes()
+	in := a.TableInput("idempotency")
+	ttl := a.TimeToLiveInput("idempotency")
+	fmt.Println(*in.KeySchema[0].AttributeName, in.KeySchema[0].KeyType, in.AttributeDefinitions[0].AttributeType, *ttl.TimeToLiveSpecification.AttributeName)
+	// Output:
+	// id HASH S expiration
+}

@@ -8,7 +8,8 @@ import (
 )
 
 // TestFlows: the request flows of Powertools' idempotency utility, run
-// through Do on the in-memory store and on DynamoDB (DynamoDB Local),
+// through Do on the in-memory store and on DynamoDB (DynamoDB Local,
+// with the default names and each schema of custom names),
 // each asserting the answers, the stored record and the store calls.
 func TestFlows(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
@@ -20,4 +21,13 @@ func TestFlows(t *testing.T) {
 			return idempotency.NewDynamoDBPersistence(client, idemtest.Table(t, client))
 		})
 	})
+	for _, s := range schemas {
+		t.Run("dynamodb, "+s.name, func(t *testing.T) {
+			t.Setenv("AWS_LAMBDA_FUNCTION_NAME", s.env)
+			client := idemtest.Client(t)
+			idemtest.RunFlows(t, func(t *testing.T) idempotency.Persistence {
+				return idempotency.NewDynamoDBPersistence(client, s.createTable(t, client), idempotency.WithAttributes(s.attrs))
+			})
+		})
+	}
 }

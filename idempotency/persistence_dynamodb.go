@@ -165,6 +165,39 @@ var fixedAttributes = map[string]string{
 	AttrFailure:    "a failure's text",
 }
 
+// TableInput is the table a DynamoDBPersistence with the names a needs,
+// named name, as one CreateTable call creates it (on-demand capacity):
+// the partition key a.PartitionKey, a string, and the sort key a.SortKey,
+// a string, when there is one; nothing else. Turn on Time to Live with
+// a.TimeToLiveInput.
+func (a Attributes) TableInput(name string) *dynamodb.CreateTableInput {
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+	}
+	for _, k := range []struct {
+		name string
+		typ  types.KeyType
+	}{{a.PartitionKey, types.KeyTypeHash}, {a.SortKey, types.KeyTypeRange}} {
+		if k.name == "" {
+			continue
+		}
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(k.name), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k.name), KeyType: k.typ})
+	}
+	return in
+}
+
+// TimeToLiveInput enables Time to Live on the table name with the
+// attribute a.Expiry, which a settled or released record carries (epoch
+// seconds), so that DynamoDB deletes expired records.
+func (a Attributes) TimeToLiveInput(name string) *dynamodb.UpdateTimeToLiveInput {
+	return &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(a.Expiry), Enabled: aws.Bool(true)},
+	}
+}
+
 // Validate reports the first field of a refused, with an *AttributeError
 // (ErrAttributes): a required name that is empty; a name longer than 255
 // bytes, not UTF-8, or holding a bracket (an expression would read "[n]"

@@ -179,23 +179,8 @@ var schemas = []schema{
 // attribute, and returns its name.
 func (s schema) createTable(t *testing.T, client *dynamodb.Client) string {
 	t.Helper()
-	in := &dynamodb.CreateTableInput{
-		TableName:   aws.String("custom"),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(s.attrs.PartitionKey), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(s.attrs.PartitionKey), KeyType: types.KeyTypeHash}},
-	}
-	if s.attrs.SortKey != "" {
-		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(s.attrs.SortKey), AttributeType: types.ScalarAttributeTypeS})
-		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(s.attrs.SortKey), KeyType: types.KeyTypeRange})
-	}
-	table := idemtest.TableFrom(t, client, in)
-	if _, err := client.UpdateTimeToLive(t.Context(), &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(table),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(s.attrs.Expiry), Enabled: aws.Bool(true)},
-	}); err != nil {
+	table := idemtest.TableFrom(t, client, s.attrs.TableInput("custom"))
+	if _, err := client.UpdateTimeToLive(t.Context(), s.attrs.TimeToLiveInput(table)); err != nil {
 		t.Fatal(err)
 	}
 	return table
