@@ -33,7 +33,7 @@ PYTHON_CHECK = $(PYTHON) -c 'import sys; lo, hi = (tuple(map(int, v.split(".")))
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn qemu build \
+.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn qemu redis build \
 	build-check sam-validate deploy docs-parameters docs-licences docs-costs clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
@@ -65,24 +65,33 @@ local: deps ## serve the whole stack on 127.0.0.1:3000 (PORT=N, SEED=0, DATA_DIR
 # Then the tests of the project's own nested modules, which ./... does not
 # enter: the public client (client/) and the idempotency library
 # (idempotency/, whose tests start their own DynamoDB Local through its
-# idemtest package).
+# idemtest package), and its Redis store (idempotency/redisstore/, whose
+# tests start their own redis-server: make redis installs it).
 # Every call of the local stacks is checked against the IAM policies of
 # template.cfn.json; afterwards cmd/iamreport lists the grants no call
 # used. internal/shipped runs the arm64 bootstraps under qemu-aarch64
 # (make qemu installs it).
-test: deps qemu ## every test, each test binary with its own DynamoDB Local; then the IAM grants no test used
+test: deps qemu redis ## every test, each test binary with its own DynamoDB Local; then the IAM grants no test used
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  echo "IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./..." && \
 	  IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./... && \
 	  $(GO) run ./cmd/iamreport "$$dir"
 	cd client && $(GO) test -race -count=1 ./...
 	cd idempotency && $(GO) test -race -count=1 ./...
+	cd idempotency/redisstore && $(GO) test -race -count=1 ./...
 
 # qemu-aarch64 (Debian's qemu-user) runs the arm64 bootstraps in
 # internal/shipped; without root or apt-get it says why, and that test
 # skips with the reason.
 qemu: ## install qemu-aarch64 for the shipped-bootstrap test (root, apt-get)
 	@bash tools/qemu/install.sh
+
+# redis-server (Debian's redis-server) for idempotency/redisstore's tests,
+# which start their own on a free loopback port; without root or apt-get
+# it says why, and those tests fail saying redis-server is missing, or
+# skip with the reason under IDEMTEST_SKIP_UNAVAILABLE=1.
+redis: ## install redis-server for idempotency/redisstore's tests (root, apt-get)
+	@bash tools/redis/install.sh
 
 # The chaos test alone and longer: CHAOS_OPS random operations (default
 # 10000) from concurrent clients under random faults, then the invariants.
@@ -167,8 +176,8 @@ bench: deps ## the benchmark: targets with PASS/FAIL, bench/results/<date>.md (B
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
 # gofmt checks every .go file of the repository, the nested modules'
-# (client/, idempotency/) included; go vet and staticcheck run in each
-# module, as ./... does not enter the nested ones.
+# (client/, idempotency/, idempotency/redisstore/) included; go vet and
+# staticcheck run in each module, as ./... does not enter the nested ones.
 lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofmt, go vet, staticcheck, cfn-lint with the serverless rules, checkov
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -176,6 +185,7 @@ lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofm
 	$(GO) tool staticcheck -tags integration ./...
 	cd client && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
 	cd idempotency && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
+	cd idempotency/redisstore && $(GO) vet ./... && "$$(cd ../.. && $(GO) tool -n staticcheck)" ./...
 
 # cfn-lint with the serverless rules, and checkov. Suppressions are in the
 # template's Metadata, each with its reason. Then the template as
