@@ -91,3 +91,16 @@ func ExampleStore() {
 	// true
 	// true
 }
+
+// Any go-redis client that runs scripts serves: a cluster's too, as each
+// record lives under one key.
+func ExampleClient() {
+	var clients = []redisstore.Client{
+		redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}),
+		redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:7000"}}),
+		redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}}),
+	}
+	for _, c := range clients {
+		_ = redisstore.New(c, redisstore.DefaultPrefix)
+	}
+}
