@@ -13,9 +13,10 @@ const modulePath = "github.com/exactlyonce/transfers/idempotency"
 
 // allowedModules prefix the modules the library may build with: the AWS
 // SDK for Go v2 and its smithy runtime, hashicorp/golang-lru (the cache
-// of settled records), and for keypath jmespath-community/go-jmespath with
-// golang.org/x/exp (whose constraints package it imports), then the
-// modules that only their go.mod files bring into the
+// of settled records), for keypath jmespath-community/go-jmespath with
+// golang.org/x/exp (whose constraints package it imports), for
+// apigateway and batch aws-lambda-go's events, then the
+// modules that only their go.mod files and aws-lambda-go's bring into the
 // graph, none of whose packages the library compiles (compiledModules):
 // their tests' testify with its go-spew, go-difflib and yaml.v3, and
 // x/exp's go-cmp, x/mod, x/tools and x/sys.
@@ -26,10 +27,12 @@ var allowedModules = append(slices.Clone(compiledModules),
 // compiledModules prefix the modules whose packages the library's
 // packages (not their tests) may compile: the AWS SDK for Go v2 and its
 // smithy runtime, golang-lru, jmespath-community/go-jmespath and
-// golang.org/x/exp (only x/exp/constraints) for keypath.
+// golang.org/x/exp (only x/exp/constraints) for keypath, and
+// aws-lambda-go (only its events package, which imports nothing outside
+// the standard library) for apigateway and batch.
 var compiledModules = []string{
 	"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "github.com/hashicorp/golang-lru/v2",
-	"github.com/jmespath-community/go-jmespath", "golang.org/x/exp",
+	"github.com/jmespath-community/go-jmespath", "golang.org/x/exp", "github.com/aws/aws-lambda-go",
 }
 
 // TestBuildList: the module's build list (go list -m all) holds the
@@ -104,6 +107,7 @@ func TestAllowed(t *testing.T) {
 		"github.com/jmespath-community/go-jmespath":     true,
 		"golang.org/x/exp":                              true,
 		"golang.org/x/expx":                             false,
+		"github.com/aws/aws-lambda-go":                  true,
 		"github.com/aws/aws-sdk-go-v2x":                 false,
 		"github.com/exactlyonce/transfers":              false,
 		"gonum.org/v1/plot":                             false,
