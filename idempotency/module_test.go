@@ -11,15 +11,11 @@ import (
 // modulePath is this module's path.
 const modulePath = "github.com/exactlyonce/transfers/idempotency"
 
-// allowedModules prefix the modules the library may build with: the AWS
-// SDK for Go v2 and its smithy runtime, hashicorp/golang-lru (the cache
-// of settled records), for keypath jmespath-community/go-jmespath with
-// golang.org/x/exp (whose constraints package it imports), for
-// apigateway and batch aws-lambda-go's events, then the
-// modules that only their go.mod files and aws-lambda-go's bring into the
-// graph, none of whose packages the library compiles (compiledModules):
-// their tests' testify with its go-spew, go-difflib and yaml.v3, and
-// x/exp's go-cmp, x/mod, x/tools and x/sys.
+// allowedModules prefix the modules the library may build with: the
+// compiledModules, then those that only go.mod files bring into the
+// graph, none of whose packages the library compiles: testify with its
+// go-spew, go-difflib and yaml.v3 (for the tests of go-jmespath and
+// aws-lambda-go), and go-cmp, x/mod, x/tools and x/sys (x/exp's).
 var allowedModules = append(slices.Clone(compiledModules),
 	"github.com/stretchr/testify", "github.com/davecgh/go-spew", "github.com/pmezard/go-difflib", "gopkg.in/yaml.v3",
 	"github.com/google/go-cmp", "golang.org/x/mod", "golang.org/x/tools", "golang.org/x/sys")
