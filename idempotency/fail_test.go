@@ -44,7 +44,7 @@ func TestFailReserved(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			client, calls := counted(t)
 			table := idemtest.Table(t, client)
-			clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+			clk := &clock{now: idemtest.Now()}
 			store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now), idempotency.WithRetention(2*time.Hour))
 			ctx := context.Background()
 			key := idempotency.RecordKey("alice", "k1")
@@ -89,7 +89,7 @@ func TestFailReserved(t *testing.T) {
 				return
 			}
 			if stored.Response != response || stored.Pending != "" || stored.ExpiresAt != clk.now.Add(2*time.Hour).Unix() ||
-				stored.UpdatedAt != "2026-03-01T12:01:00.000Z" {
+				stored.UpdatedAt != clk.now.UTC().Format(idempotency.TimeFormat) {
 				t.Errorf("settled %+v: want the response, no pending, expiry at settlement plus the retention", stored)
 			}
 			// Settled, it is a record like any other: the key stays taken.

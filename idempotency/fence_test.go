@@ -101,7 +101,7 @@ func TestFence(t *testing.T) {
 			t.Run(c.name+"/"+s.name, func(t *testing.T) {
 				_, client, _, store := s.open(t)
 				notes := notesTable(t, client)
-				clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+				clock := idemtest.NewClock(idemtest.Now())
 				e := acquire(t, store, clock, "k1")
 				c.after(t, store, clock, e)
 

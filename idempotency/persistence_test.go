@@ -245,7 +245,7 @@ func TestCustomAttributesRecord(t *testing.T) {
 			if got := store.Attributes(); s.attrs.SortKey != "" && got.PartitionValue != s.partition {
 				t.Errorf("partition value %q, want %q", got.PartitionValue, s.partition)
 			}
-			clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			clock := idemtest.NewClock(idemtest.Now())
 			i := newIdem(t, idempotency.Config{Store: store, Clock: clock.Now, Retention: time.Hour, Lease: time.Minute})
 			var inFlight map[string]types.AttributeValue
 			res, err := idempotency.Do(t.Context(), i, op("alice"), order{"k1", 100}, func(ctx context.Context, o order) (receipt, error) {

@@ -74,7 +74,7 @@ func heldBy(t *testing.T, table, resource, holder string) types.ConditionCheck {
 func TestReserveRequire(t *testing.T) {
 	client, calls := counted(t)
 	records, other := idemtest.Table(t, client), grantsTable(t, client)
-	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := &clock{now: idemtest.Now()}
 	store := idempotency.NewStore(client, records, idempotency.WithClock(clk.Now))
 	ctx := context.Background()
 	putGrant(t, client, other, "acct-1", "alice")
@@ -113,7 +113,7 @@ func TestReserveRequire(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			key := fmt.Sprintf("k-%d", i)
-			clk.now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			clk.now = idemtest.Now()
 			if tt.existing != "" {
 				old, _, err := store.Reserve(ctx, reservation("alice", key, `{"a":1}`, "old"))
 				if err != nil {

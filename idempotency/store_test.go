@@ -130,7 +130,7 @@ func TestReserveNewKey(t *testing.T) {
 func TestReserveExistingKey(t *testing.T) {
 	client, calls := counted(t)
 	table := idemtest.Table(t, client)
-	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := &clock{now: idemtest.Now()}
 	store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now))
 	ctx := context.Background()
 
@@ -157,7 +157,7 @@ func TestReserveExistingKey(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk.now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			clk.now = idemtest.Now()
 			key := fmt.Sprintf("key-%d", i)
 			first, _, err := store.Reserve(ctx, reservation("alice", key, `{"a":1}`, "first"))
 			if err != nil {

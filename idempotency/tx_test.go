@@ -64,7 +64,7 @@ func newLedger(t *testing.T, balances map[string]int) *ledger {
 			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("account"), AttributeType: types.ScalarAttributeTypeS}},
 			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("account"), KeyType: types.KeyTypeHash}},
 		}),
-		clock: idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)),
+		clock: idemtest.NewClock(idemtest.Now()),
 	}
 	for account, b := range balances {
 		l.setBalance(account, b)

@@ -153,3 +153,15 @@ func ExampleOp() {
 	// Release 0
 	// Get 0
 }
+
+// A fake clock for a test against DynamoDB Local starts at the current
+// time, so that no record it settles is already past its Time to Live.
+func ExampleNow() {
+	clock := idemtest.NewClock(idemtest.Now())
+	fmt.Println(clock.Now().Before(time.Now()), time.Since(clock.Now()) < time.Minute)
+	clock.Advance(48 * time.Hour)
+	fmt.Println(clock.Now().After(time.Now()))
+	// Output:
+	// true true
+	// true
+}

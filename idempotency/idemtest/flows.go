@@ -113,9 +113,6 @@ func (f *FlowEnv) WantEntry(t *testing.T, scope, key string, status idempotency.
 	}
 }
 
-// FlowStart is the fake clock's start in every flow.
-var FlowStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
 // flowLease and flowRetention are the flows' configuration.
 const (
 	flowLease     = time.Minute
@@ -347,7 +344,7 @@ func RunFlows(t *testing.T, newStore func(t *testing.T) idempotency.Persistence)
 	for _, flow := range Flows {
 		t.Run(strings.ReplaceAll(flow.Name, " ", "_"), func(t *testing.T) {
 			store := newStore(t)
-			clock := NewClock(FlowStart)
+			clock := NewClock(Now())
 			rec := NewRecorder(store)
 			env := &FlowEnv{Store: store, Recorder: rec, Clock: clock}
 			env.New = func(cfg idempotency.Config) *idempotency.Idempotency {

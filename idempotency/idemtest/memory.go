@@ -227,6 +227,16 @@ func (m *MemoryStore) Get(ctx context.Context, scope, key string) (idempotency.E
 	return e.Clone(), nil
 }
 
+// Now is the time to start a fake Clock at in a test whose records reach
+// DynamoDB Local (or Redis): the current time, to the second. Both delete
+// a record once the Time to Live attribute (expiresAt) it carries is past
+// by their own clock, the machine's: DynamoDB Local within seconds,
+// Redis at once (DynamoDB itself within days, at any moment). A clock set
+// in the past makes every record it settles one they may delete between
+// two calls of the test; a clock started at Now, and only moved forward,
+// never does.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Second) }
+
 // Clock is a fake clock for idempotency.Config.Clock: it stands still
 // until Set or Advance moves it. It is safe for concurrent use.
 type Clock struct {
