@@ -495,8 +495,14 @@ func (p *DynamoDBPersistence) Fence(lease Lease) (types.TransactWriteItem, error
 
 // settlement is the update that stores o.
 func (p *DynamoDBPersistence) settlement(lease Lease, o Outcome) (expression.UpdateBuilder, error) {
-	update := expression.Set(name(p.attrs.Status), expression.Value(o.Status)).
-		Set(name(p.attrs.Expiry), expression.Value(o.ExpiresAt.Unix()))
+	update := expression.Set(name(p.attrs.Status), expression.Value(o.Status))
+	if o.ExpiresAt.Unix() > 0 {
+		update = update.Set(name(p.attrs.Expiry), expression.Value(o.ExpiresAt.Unix()))
+	} else {
+		// No expiry: the record is kept, and its key never freed, as
+		// Entry.Free says of a settled record without one.
+		update = update.Remove(name(p.attrs.Expiry))
+	}
 	switch o.Status {
 	case EntryCompleted:
 		update = update.Set(name(p.attrs.Data), expression.Value(&types.AttributeValueMemberB{Value: nonNil(o.Output)}))

@@ -38,15 +38,6 @@ func TestPersistenceSuiteDynamoDB(t *testing.T) {
 				_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item})
 				return err
 			},
-			Diverges: map[string]string{
-				// Settle writes expiresAt = Outcome.ExpiresAt.Unix()
-				// unconditionally, -62135596800 for the zero time, and
-				// Acquire's condition (expiresAt <= now) then holds,
-				// whereas Entry.Free says a settled record without an
-				// expiry is never free. Do always settles with an
-				// expiry, so only direct callers of Settle meet it.
-				"acquire/completed without expiry/never free": "a settled record whose Outcome.ExpiresAt was the zero time is taken (Entry.Free: never)",
-			},
 		}
 	})
 }
