@@ -1,5 +1,7 @@
-// Package ttl emulates DynamoDB's Time to Live on DynamoDB Local, which
-// never deletes expired items: an Emulator scans the tables with TTL
+// Package ttl emulates DynamoDB's Time to Live on DynamoDB Local, whose
+// own deletion job removes the expired items of a table without secondary
+// indexes within seconds but leaves those of a table with global
+// secondary indexes (as this project's are): an Emulator scans the tables with TTL
 // enabled and deletes the items whose TTL attribute, a Number of epoch
 // seconds, is at least Lag in the past. As on DynamoDB, an item without the
 // attribute, or whose attribute is not a Number, or whose expiry is more
