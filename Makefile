@@ -1,6 +1,6 @@
 # Set-up on a fresh machine (Go, Java 17+, Node.js 20+ with npm; Python
-# 3.11 to 3.14 with venv for lint, sam-validate and deploy): see
-# docs/getting-started.md.
+# 3.11 to 3.14 with venv for lint, sam-validate, deploy and
+# bench-idempotency): see docs/getting-started.md.
 #   make local   # serve the whole stack on http://127.0.0.1:3000
 #   make test    # every test, with its own DynamoDB Local
 #   make help    # every target
@@ -25,9 +25,10 @@ OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
 # venv: every package pinned in tools/powertools-bench/requirements.txt.
 POWERTOOLS_VENV := .tools/powertools
 POWERTOOLS_REQUIREMENTS := tools/powertools-bench/requirements.txt
-# The Python the two venvs are made with: 3.11 (what CI runs) up to 3.14
+# The Python the venvs are made with: 3.11 (what CI runs) up to 3.14
 # (cfn-lint and cfn-lint-serverless, pinned above, declare <3.15; the
-# pinned aws-sam-cli, checkov and openapi-spec-validator ask for less).
+# pinned aws-sam-cli, checkov, openapi-spec-validator and
+# aws-lambda-powertools ask for less).
 PYTHON ?= python3
 PYTHON_MIN := 3.11
 PYTHON_MAX := 3.14
