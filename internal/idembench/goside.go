@@ -218,9 +218,12 @@ func (g *GoSide) Run(ctx context.Context, c Command) (Result, error) {
 			if sc.Name == InFlight {
 				held.Add(1)
 				holders.Go(func() {
-					if _, err := fn(context.WithValue(ctx, holdKey{}, true), Order{ID: key, Amount: Amount}); err != nil {
-						held.Done() // never entered the handler
-						holderErrs <- fmt.Errorf("hold %s: %w", key, err)
+					_, err := fn(context.WithValue(ctx, holdKey{}, true), Order{ID: key, Amount: Amount})
+					select {
+					case <-release: // held until released
+					default: // never entered the handler, or left it early
+						held.Done()
+						holderErrs <- fmt.Errorf("hold %s: the call ended before it was released: %v", key, err)
 					}
 				})
 				continue

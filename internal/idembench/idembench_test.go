@@ -115,6 +115,15 @@ func TestGoSideRefusesUnexpectedAnswers(t *testing.T) {
 	if err != nil || res.HandlerRuns != 0 || res.TotalCalls() != int64(tiny(New).Requests) {
 		t.Errorf("new keys that were duplicates: %d handler runs, %d calls, %v; want 0, 1 each", res.HandlerRuns, res.TotalCalls(), err)
 	}
+	// Completed keys to hold: the holding calls are replayed at once.
+	if _, err := g.Run(t.Context(), tiny(Duplicate)); err != nil {
+		t.Fatal(err)
+	}
+	c = tiny(InFlight)
+	c.Prefix = tiny(Duplicate).Prefix
+	if _, err := g.Run(t.Context(), c); err == nil || !strings.Contains(err.Error(), "ended before it was released") {
+		t.Errorf("completed keys passed for held ones: %v", err)
+	}
 }
 
 // TestPowertoolsSide runs driver.py in .tools/powertools (which make

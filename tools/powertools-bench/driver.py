@@ -229,7 +229,12 @@ class PowertoolsSide:
             try:
                 fn(order=order)
             except Exception as exc:  # noqa: BLE001 - reported below
-                holder_errors.append(exc)
+                if not release.is_set():
+                    holder_errors.append(exc)
+                    entered.release()
+                return
+            if not release.is_set():  # it never waited in the handler
+                holder_errors.append(Unexpected(f"{order['id']}: the held call ended before it was released"))
                 entered.release()
 
         warm = prefix if sc["pool"] else prefix + "-w"
