@@ -1,6 +1,6 @@
 # Set-up on a fresh machine (Go, Java 17+, Node.js 20+ with npm; Python
-# 3.11 to 3.14 with venv for lint, sam-validate and deploy): see
-# docs/getting-started.md.
+# 3.11 to 3.14 with venv for lint, sam-validate, deploy and
+# bench-idempotency): see docs/getting-started.md.
 #   make local   # serve the whole stack on http://127.0.0.1:3000
 #   make test    # every test, with its own DynamoDB Local
 #   make help    # every target
@@ -21,9 +21,14 @@ LINT_VENV := .tools/lint
 CFN_LINT_SERVERLESS_VERSION := 0.3.6
 CHECKOV_VERSION := 3.3.30
 OPENAPI_SPEC_VALIDATOR_VERSION := 0.9.0
-# The Python the two venvs are made with: 3.11 (what CI runs) up to 3.14
+# Powertools for AWS Lambda (Python), for make bench-idempotency, in its own
+# venv: every package pinned in tools/powertools-bench/requirements.txt.
+POWERTOOLS_VENV := .tools/powertools
+POWERTOOLS_REQUIREMENTS := tools/powertools-bench/requirements.txt
+# The Python the venvs are made with: 3.11 (what CI runs) up to 3.14
 # (cfn-lint and cfn-lint-serverless, pinned above, declare <3.15; the
-# pinned aws-sam-cli, checkov and openapi-spec-validator ask for less).
+# pinned aws-sam-cli, checkov, openapi-spec-validator and
+# aws-lambda-powertools ask for less).
 PYTHON ?= python3
 PYTHON_MIN := 3.11
 PYTHON_MAX := 3.14
@@ -33,13 +38,13 @@ PYTHON_CHECK = $(PYTHON) -c 'import sys; lo, hi = (tuple(map(int, v.split(".")))
 ENV ?= dev
 PORT ?= 3000
 
-.PHONY: help all deps local test fuzz fuzz-ci bench chaos load integration lint lint-template lint-spec api cfn qemu redis build \
+.PHONY: help all deps local test fuzz fuzz-ci bench bench-idempotency chaos load integration lint lint-template lint-spec api cfn qemu redis build \
 	build-check sam-validate deploy docs-parameters docs-licences docs-costs clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
 
 help: ## list the targets
-	@awk -F':.*## ' '/^[a-z][a-zA-Z-]*:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk -F':.*## ' '/^[a-z][a-zA-Z-]*:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 all: lint test build ## lint, test and build (installs the template scanners in .tools/lint)
 
@@ -175,6 +180,18 @@ integration: ## the end-to-end suite against a deployed stack (STACK_NAME=name)
 bench: deps ## the benchmark: targets with PASS/FAIL, bench/results/<date>.md (BENCH_FLAGS)
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
+# The idempotency benchmark (cmd/benchidem, internal/idembench): the
+# idempotency library side by side with Powertools for AWS Lambda
+# (Python)'s idempotency utility (tools/powertools-bench/driver.py, in
+# .tools/powertools), each side in its own process, on one DynamoDB Local:
+# calls per request, p50/p99 and requests/s per scenario at 1 and 8
+# workers, interleaved; then BenchmarkDo in idempotency/. Prints the
+# targets with PASS/FAIL (exit 1 on a FAIL, 2 on a broken run) and writes
+# bench/results/idempotency-<date>.md.
+# BENCH_IDEMPOTENCY_FLAGS passes flags, e.g. '-rounds 10 -requests 400'.
+bench-idempotency: deps $(POWERTOOLS_VENV)/.requirements ## Powertools' idempotency against ours, targets with PASS/FAIL, bench/results/idempotency-<date>.md (BENCH_IDEMPOTENCY_FLAGS)
+	$(GO) run ./cmd/benchidem -python $(POWERTOOLS_VENV)/bin/python -go $(GO) $(BENCH_IDEMPOTENCY_FLAGS)
+
 # gofmt checks every .go file of the repository, the nested modules'
 # (client/, idempotency/, idempotency/redisstore/) included; go vet and
 # staticcheck run in each module, as ./... does not enter the nested ones.
@@ -280,6 +297,14 @@ $(LINT_VENV)/bin/checkov $(LINT_VENV)/bin/cfn-lint:
 
 $(LINT_VENV)/bin/openapi-spec-validator: $(LINT_VENV)/bin/checkov
 	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check openapi-spec-validator==$(OPENAPI_SPEC_VALIDATOR_VERSION)
+
+# The stamp is a copy of the requirements the venv was made from: a change
+# of them installs again.
+$(POWERTOOLS_VENV)/.requirements: $(POWERTOOLS_REQUIREMENTS)
+	@$(PYTHON_CHECK)
+	$(PYTHON) -m venv $(POWERTOOLS_VENV)
+	$(POWERTOOLS_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(POWERTOOLS_REQUIREMENTS)
+	@cp $(POWERTOOLS_REQUIREMENTS) $@
 
 # Builds and deploys to the environment ENV of samconfig.toml (dev, prod);
 # needs AWS credentials. sam sync has no prod configuration on purpose.
