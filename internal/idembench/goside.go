@@ -80,7 +80,8 @@ func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Cli
 }
 
 // NewGoSide returns ours's side on table (a table of
-// idempotency.TableInput's schema) of the DynamoDB Local at endpoint.
+// idempotency.DefaultAttributes' TableInput) of the DynamoDB Local at
+// endpoint.
 func NewGoSide(endpoint, table string) *GoSide {
 	g := &GoSide{table: table}
 	g.client = NewClient(endpoint, func(o *dynamodb.Options) {

@@ -238,15 +238,16 @@ func PowertoolsTimeToLive(name string) *dynamodb.UpdateTimeToLiveInput {
 	}
 }
 
-// CreateTables creates ours's table (idempotency.TableInput, with
-// idempotency.TimeToLiveInput) and Powertools' (PowertoolsTable, with
+// CreateTables creates ours's table (the table the library documents:
+// idempotency.DefaultAttributes' TableInput, with its TimeToLiveInput)
+// and Powertools' (PowertoolsTable, with
 // PowertoolsTimeToLive), and waits until both are active.
 func CreateTables(ctx context.Context, client *dynamodb.Client, ours, powertools string) error {
 	for _, t := range []struct {
 		create *dynamodb.CreateTableInput
 		ttl    *dynamodb.UpdateTimeToLiveInput
 	}{
-		{idempotency.TableInput(ours), idempotency.TimeToLiveInput(ours)},
+		{idempotency.DefaultAttributes().TableInput(ours), idempotency.DefaultAttributes().TimeToLiveInput(ours)},
 		{PowertoolsTable(powertools), PowertoolsTimeToLive(powertools)},
 	} {
 		name := aws.ToString(t.create.TableName)
