@@ -403,10 +403,11 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 			status.In(expression.Value(EntryCompleted), expression.Value(EntryFailed)).And(expires.LessThanEqual(expression.Value(in.Now.Unix()))),
 		)))
 	count := expression.Name(AttrLeaseCount)
+	leaseID := NewLeaseID()
 	update := expression.Set(format, expression.Value(EntryFormat)).
 		Set(status, expression.Value(EntryInProgress)).
 		Set(fp, expression.Value(in.Fingerprint)).
-		Set(expression.Name(AttrLeaseID), expression.Value(NewLeaseID())).
+		Set(expression.Name(AttrLeaseID), expression.Value(leaseID)).
 		Set(count, expression.Plus(expression.IfNotExists(count, expression.Value(0)), expression.Value(1))).
 		Set(until, expression.Value(in.LeaseUntil.UnixMilli())).
 		Set(expires, expression.Value(in.ExpiresAt.Unix())).
@@ -452,6 +453,12 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 	e, err := p.decode(item)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("acquire %s: %w", rk, err)
+	}
+	// The record carries this call's own lease: an earlier attempt of
+	// the same UpdateItem committed and its answer was lost, and the
+	// SDK's retry found the record taken, by this call.
+	if !acquired && e.LeaseID == leaseID {
+		acquired = true
 	}
 	return e, acquired, nil
 }
@@ -539,6 +546,10 @@ func (p *DynamoDBPersistence) Release(ctx context.Context, lease Lease) error {
 	return p.fencedUpdate(ctx, "release", lease, update)
 }
 
+// fencedUpdate writes update under lease's fence: ErrFenced when the
+// lease no longer holds the record. A settle or release whose answer was
+// lost and which the SDK retried is answered ErrFenced too: a store cannot
+// tell it from a second write by the same lease.
 func (p *DynamoDBPersistence) fencedUpdate(ctx context.Context, op string, lease Lease, update expression.UpdateBuilder) error {
 	if p.err != nil {
 		return p.err

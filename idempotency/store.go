@@ -146,7 +146,10 @@ type Reservation struct {
 // terminal has none), it stores a RESERVED record
 // and returns it with created = true. Otherwise it returns the existing
 // record, read from the failed write itself (ALL_OLD), with created = false;
-// the caller compares fingerprints (see Record.Matches).
+// the caller compares fingerprints (see Record.Matches). A record that holds
+// this reservation's own ResourceID and fingerprint is its own, written by
+// an earlier attempt of the same PutItem whose answer was lost before the
+// SDK retried it: created = true.
 //
 // Without Require the write is one PutItem. With Require it is one
 // TransactWriteItems: the record's Put, with the same condition, and a
@@ -220,6 +223,12 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 	var existing Record
 	if err := attributevalue.UnmarshalMap(ccf.Item, &existing); err != nil {
 		return Record{}, false, fmt.Errorf("reserve %s: decode existing: %w", rec.Key, err)
+	}
+	// The record holds this reservation's own resource: an earlier
+	// attempt of the same PutItem committed and its answer was lost, and
+	// the SDK's retry found the key taken, by this call.
+	if r.ResourceID != "" && existing.ResourceID == r.ResourceID && existing.Fingerprint == r.Fingerprint {
+		return existing, true, nil
 	}
 	return existing, false, nil
 }
