@@ -35,6 +35,7 @@ func ExampleFlow() {
 	// required key missing
 	// payload validation
 	// two operations or callers, one key
+	// batch of records, one failing, one sent twice
 	// disabled
 }
 

@@ -2,6 +2,7 @@ package idemtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/idempotency/batch"
 )
 
 // Recorder is an idempotency.Persistence that passes every call to
@@ -320,6 +324,47 @@ var Flows = []Flow{
 		f.WantOps(t, OpAcquire, OpSettle, OpAcquire, OpSettle)
 		f.WantEntry(t, "alice", "o-1", idempotency.EntryCompleted, `{"paymentId":"pay-o-1-1"}`, 1)
 		f.WantEntry(t, "bob", "o-1", idempotency.EntryCompleted, `{"paymentId":"pay-o-1-2"}`, 1)
+	}},
+	{"batch of records, one failing, one sent twice", func(t *testing.T, f *FlowEnv) {
+		idem, c := f.New(idempotency.Config{}), &counter{}
+		handler := batch.SQS(idem, batch.Config[events.SQSMessage]{
+			Scope: "orders-queue",
+			Key: func(m events.SQSMessage) (string, error) {
+				var o order
+				err := json.Unmarshal([]byte(m.Body), &o)
+				return o.ID, err
+			},
+		}, func(ctx context.Context, m events.SQSMessage) error {
+			var o order
+			if err := json.Unmarshal([]byte(m.Body), &o); err != nil {
+				return err
+			}
+			if o.Amount < 0 {
+				return errors.New("provider refused the amount")
+			}
+			_, err := c.charge(ctx, o)
+			return err
+		})
+		msg := func(id, body string) events.SQSMessage {
+			return events.SQSMessage{MessageId: id, Body: body, EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:orders"}
+		}
+		res, err := handler(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+			msg("m1", `{"id":"o-1","amount":5}`),
+			msg("m2", `{"id":"o-2","amount":-1}`),
+			msg("m3", `{"id":"o-1","amount":5}`),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.BatchItemFailures) != 1 || res.BatchItemFailures[0].ItemIdentifier != "m2" {
+			t.Errorf("batch item failures %+v, want m2 alone", res.BatchItemFailures)
+		}
+		if c.count() != 1 {
+			t.Errorf("o-1 charged %d times, want once", c.count())
+		}
+		f.WantOps(t, OpAcquire, OpSettle, OpAcquire, OpRelease, OpAcquire)
+		f.WantEntry(t, "orders-queue", "o-1", idempotency.EntryCompleted, "", 1)
+		f.WantEntry(t, "orders-queue", "o-2", idempotency.EntryReleased, "", 1)
 	}},
 	{"disabled", func(t *testing.T, f *FlowEnv) {
 		idem, c := f.New(idempotency.Config{Disabled: true}), &counter{}
