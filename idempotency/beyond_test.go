@@ -14,8 +14,10 @@ import (
 func stores(t *testing.T) map[string]func(t *testing.T) idempotency.Persistence {
 	client := idemtest.Client(t)
 	return map[string]func(t *testing.T) idempotency.Persistence{
-		"memory":   func(*testing.T) idempotency.Persistence { return idemtest.NewMemoryStore() },
-		"dynamodb": func(t *testing.T) idempotency.Persistence { return idempotency.NewDynamoDBPersistence(client, idemtest.Table(t, client)) },
+		"memory": func(*testing.T) idempotency.Persistence { return idemtest.NewMemoryStore() },
+		"dynamodb": func(t *testing.T) idempotency.Persistence {
+			return idempotency.NewDynamoDBPersistence(client, idemtest.Table(t, client))
+		},
 	}
 }
 
