@@ -1,12 +1,16 @@
 package idempotency
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -181,15 +185,17 @@ func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in I
 	if err != nil {
 		return zero, err
 	}
-	fp, err := op.fingerprint(in)
-	if err != nil {
+	var fp fingerprint
+	if err := op.fingerprint(in, &fp); err != nil {
 		return zero, err
 	}
-	rk := RecordKey(op.Scope, key)
 	now := i.now()
 	if i.cache != nil {
-		if e, ok := i.cache.get(rk, now); ok {
-			return replay[In, Out](ctx, op, e, fp, true)
+		if r, ok := i.cache.get(op.Scope, key, now); ok {
+			if string(fp[:]) != r.e.Fingerprint {
+				return zero, ErrKeyReused
+			}
+			return replay[In, Out](ctx, op, &r.e, r)
 		}
 	}
 	leaseUntil := now.Add(i.lease)
@@ -201,22 +207,22 @@ func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in I
 		expires = leaseUntil
 	}
 	e, acquired, err := i.store.Acquire(ctx, AcquireInput{
-		Scope: op.Scope, Key: key, Fingerprint: fp, Now: now,
+		Scope: op.Scope, Key: key, Fingerprint: string(fp[:]), Now: now,
 		LeaseUntil: leaseUntil.Truncate(time.Millisecond), ExpiresAt: expires.Truncate(time.Second),
 	})
 	if err != nil {
 		return zero, fmt.Errorf("idempotency: %w", err)
 	}
 	if !acquired {
-		if e.Fingerprint != fp {
+		if e.Fingerprint != string(fp[:]) {
 			return zero, ErrKeyReused
 		}
 		switch {
 		case e.Status.Settled():
 			if i.cache != nil {
-				i.cache.put(e)
+				i.cache.put(op.Scope, key, e)
 			}
-			return replay[In, Out](ctx, op, e, fp, false)
+			return replay[In, Out](ctx, op, &e, nil)
 		case e.Status == EntryInProgress:
 			return zero, &InProgressError{RetryAfter: max(0, e.LeaseUntil.Sub(now))}
 		default:
@@ -225,12 +231,12 @@ func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in I
 			return zero, &InProgressError{}
 		}
 	}
-	return run(ctx, i, e, in, fn)
+	return run(ctx, i, op.Scope, key, e, in, fn)
 }
 
 // run runs fn under the lease of e, just acquired, and settles or
 // releases the key.
-func run[In, Out any](ctx context.Context, i *Idempotency, e Entry, in In, fn func(context.Context, In) (Out, error)) (res Result[Out], err error) {
+func run[In, Out any](ctx context.Context, i *Idempotency, scope, key string, e Entry, in In, fn func(context.Context, In) (Out, error)) (res Result[Out], err error) {
 	lease := e.Lease()
 	done := false
 	defer func() {
@@ -257,7 +263,7 @@ func run[In, Out any](ctx context.Context, i *Idempotency, e Entry, in In, fn fu
 		if serr := i.store.Settle(sctx, lease, o); serr != nil {
 			return Result[Out]{Output: out}, errors.Join(ferr, fmt.Errorf("idempotency: %w", serr))
 		}
-		i.cacheOutcome(e, o)
+		i.cacheOutcome(scope, key, e, o)
 		return Result[Out]{Output: out}, ferr
 	}
 	body, merr := json.Marshal(out)
@@ -272,7 +278,7 @@ func run[In, Out any](ctx context.Context, i *Idempotency, e Entry, in In, fn fu
 	if serr := i.store.Settle(sctx, lease, o); serr != nil {
 		return Result[Out]{Output: out}, fmt.Errorf("idempotency: %w", serr)
 	}
-	i.cacheOutcome(e, o)
+	i.cacheOutcome(scope, key, e, o)
 	return Result[Out]{Output: out}, nil
 }
 
@@ -282,32 +288,32 @@ func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 }
 
-// cacheOutcome keeps the record of e as settled with o.
-func (i *Idempotency) cacheOutcome(e Entry, o Outcome) {
+// cacheOutcome keeps the record of e, that of (scope, key), as settled
+// with o.
+func (i *Idempotency) cacheOutcome(scope, key string, e Entry, o Outcome) {
 	if i.cache == nil {
 		return
 	}
 	e.Status, e.Output, e.Failure, e.ExpiresAt = o.Status, o.Output, o.Failure, o.ExpiresAt
-	i.cache.put(e)
+	i.cache.put(scope, key, e)
 }
 
-// replay answers a call with the settled record e.
-func replay[In, Out any](ctx context.Context, op Operation[In], e Entry, fp string, fromCache bool) (Result[Out], error) {
+// replay answers a call with the settled record e, of the call's
+// fingerprint: one of the cache's, r, or one the store returned (r nil).
+func replay[In, Out any](ctx context.Context, op Operation[In], e *Entry, r *cached) (Result[Out], error) {
 	var zero Result[Out]
-	if e.Fingerprint != fp {
-		return zero, ErrKeyReused
-	}
+	fromCache := r != nil
 	if op.OnReplay != nil {
 		op.OnReplay(ctx, Replay{FromCache: fromCache, Failed: e.Status == EntryFailed})
 	}
 	if e.Status == EntryFailed {
 		return zero, &StoredFailureError{Message: e.Failure}
 	}
-	res := Result[Out]{Replayed: true, FromCache: fromCache}
-	if err := json.Unmarshal(e.Output, &res.Output); err != nil {
+	out, err := decodeOutput[Out](e, r)
+	if err != nil {
 		return zero, fmt.Errorf("idempotency: decode the stored output of %s: %w", e.RecordKey, err)
 	}
-	return res, nil
+	return Result[Out]{Output: out, Replayed: true, FromCache: fromCache}, nil
 }
 
 // key is the call's idempotency key, validated.
@@ -329,19 +335,54 @@ func (op Operation[In]) key(in In) (string, error) {
 	return key, nil
 }
 
-// fingerprint is the Fingerprint of the call's payload.
-func (op Operation[In]) fingerprint(in In) (string, error) {
-	var payload []byte
-	var err error
+// fingerprint is a Fingerprint, in hex, that needs no allocation until
+// it is made a string.
+type fingerprint [2 * sha256.Size]byte
+
+// fingerprint sets fp to the Fingerprint of the call's payload.
+func (op Operation[In]) fingerprint(in In, fp *fingerprint) error {
+	var sum [sha256.Size]byte
 	if op.Payload != nil {
-		payload, err = op.Payload(in)
+		payload, err := op.Payload(in)
+		if err != nil {
+			return fmt.Errorf("idempotency: payload: %w", err)
+		}
+		sum = sha256.Sum256(payload)
 	} else {
-		payload, err = json.Marshal(in)
+		b := encoders.Get().(*encoder)
+		defer b.put()
+		if err := b.enc.Encode(in); err != nil {
+			return fmt.Errorf("idempotency: payload: %w", err)
+		}
+		// Encode is Marshal and a newline.
+		sum = sha256.Sum256(b.buf.Bytes()[:b.buf.Len()-1])
 	}
-	if err != nil {
-		return "", fmt.Errorf("idempotency: payload: %w", err)
+	hex.Encode(fp[:], sum[:])
+	return nil
+}
+
+// encoder is a JSON encoder into a buffer, reused through encoders so
+// that taking a fingerprint allocates no copy of the payload.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	b := new(encoder)
+	b.enc = json.NewEncoder(&b.buf)
+	return b
+}}
+
+// maxPooled is the largest buffer put back into encoders.
+const maxPooled = 64 << 10
+
+func (b *encoder) put() {
+	if b.buf.Cap() > maxPooled {
+		return
 	}
-	return Fingerprint(payload), nil
+	b.buf.Reset()
+	encoders.Put(b)
 }
 
 // Wrap returns fn made idempotent by Do under op. A replay is told only

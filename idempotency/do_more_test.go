@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -257,5 +258,84 @@ func TestWrapOnReplay(t *testing.T) {
 	}
 	if len(replays) != 1 || !replays[0].FromCache || replays[0].Failed {
 		t.Errorf("replays = %+v, want one from the cache", replays)
+	}
+}
+
+// A cached output is handed out as a copy that shares nothing with the
+// cache, whatever its type; and a record read with two output types
+// decodes into each.
+func TestDoCacheOutputTypes(t *testing.T) {
+	type flat struct {
+		N  int       `json:"n"`
+		S  string    `json:"s"`
+		At time.Time `json:"at"`
+		A  [2]int    `json:"a"`
+	}
+	type deep struct {
+		L []int          `json:"l"`
+		M map[string]int `json:"m"`
+		P *int           `json:"p"`
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+	i := newIdem(t, idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: 8})
+	t.Run("flat", func(t *testing.T) {
+		o := idempotency.Operation[int]{Scope: "alice", Key: "flat"}
+		fn := func(context.Context, int) (flat, error) { return flat{1, "one", at, [2]int{1, 2}}, nil }
+		_, _ = idempotency.Do(t.Context(), i, o, 1, fn)
+		for range 3 {
+			res, err := idempotency.Do(t.Context(), i, o, 1, fn)
+			if err != nil || !res.FromCache || res.Output.N != 1 || res.Output.S != "one" || !res.Output.At.Equal(at) || res.Output.A != [2]int{1, 2} {
+				t.Fatalf("Do = %+v, %v", res, err)
+			}
+			res.Output.N, res.Output.A[0] = 99, 99
+		}
+	})
+	t.Run("deep", func(t *testing.T) {
+		o := idempotency.Operation[int]{Scope: "alice", Key: "deep"}
+		one := 1
+		fn := func(context.Context, int) (deep, error) { return deep{[]int{1}, map[string]int{"a": 1}, &one}, nil }
+		_, _ = idempotency.Do(t.Context(), i, o, 1, fn)
+		for range 3 {
+			res, err := idempotency.Do(t.Context(), i, o, 1, fn)
+			if err != nil || !res.FromCache || res.Output.L[0] != 1 || res.Output.M["a"] != 1 || *res.Output.P != 1 {
+				t.Fatalf("Do = %+v, %v", res, err)
+			}
+			res.Output.L[0], res.Output.M["a"], *res.Output.P = 99, 99, 99
+		}
+	})
+	t.Run("two types", func(t *testing.T) {
+		o := idempotency.Operation[int]{Scope: "alice", Key: "two"}
+		_, _ = idempotency.Do(t.Context(), i, o, 1, func(context.Context, int) (int, error) { return 5, nil })
+		for range 2 {
+			n, err := idempotency.Do(t.Context(), i, o, 1, func(context.Context, int) (int, error) { return 0, nil })
+			f, ferr := idempotency.Do(t.Context(), i, o, 1, func(context.Context, int) (float64, error) { return 0, nil })
+			if err != nil || ferr != nil || n.Output != 5 || f.Output != 5 || !n.FromCache || !f.FromCache {
+				t.Fatalf("Do = %+v, %v and %+v, %v, want 5 from the cache as an int and a float64", n, err, f, ferr)
+			}
+		}
+	})
+}
+
+// The fingerprint of an input is Fingerprint of its json.Marshal, HTML
+// escapes and all.
+func TestDoFingerprintIsMarshal(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	i := newIdem(t, idempotency.Config{Store: store})
+	for n, in := range []any{
+		map[string]any{"b": "<a&b>", "a": []any{1.5, "é\u2028"}, "c": nil},
+		"plain",
+		struct {
+			X string `json:"x,omitempty"`
+			Y []byte `json:"y"`
+		}{Y: []byte{0, 255}},
+	} {
+		o := idempotency.Operation[any]{Scope: "alice", Key: "k" + string(rune('0'+n))}
+		if _, err := idempotency.Do(t.Context(), i, o, in, func(context.Context, any) (int, error) { return 0, nil }); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(in)
+		if e, _ := store.Peek("alice", o.Key); e.Fingerprint != idempotency.Fingerprint(b) {
+			t.Errorf("input %d: fingerprint %s, want Fingerprint(%s)", n, e.Fingerprint, b)
+		}
 	}
 }
