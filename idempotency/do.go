@@ -44,6 +44,9 @@ type Config struct {
 	CacheSize int
 	// Disabled runs every function directly, as EnvDisabled does.
 	Disabled bool
+	// Observer, when set, is told of every call once, when it ends
+	// (Event). Without one, Do measures nothing.
+	Observer Observer
 	// Clock is the time (tests): time.Now when nil.
 	Clock func() time.Time
 }
@@ -55,6 +58,7 @@ type Idempotency struct {
 	retention time.Duration
 	lease     time.Duration
 	disabled  bool
+	observer  Observer
 	now       func() time.Time
 	cache     *entryCache
 }
@@ -67,7 +71,10 @@ func New(cfg Config) (*Idempotency, error) {
 	if cfg.Retention < 0 || cfg.Lease < 0 || cfg.CacheSize < 0 {
 		return nil, errors.New("idempotency: Config.Retention, Lease and CacheSize may not be negative")
 	}
-	i := &Idempotency{store: cfg.Store, retention: cfg.Retention, lease: cfg.Lease, disabled: cfg.Disabled, now: cfg.Clock}
+	i := &Idempotency{
+		store: cfg.Store, retention: cfg.Retention, lease: cfg.Lease, disabled: cfg.Disabled,
+		observer: cfg.Observer, now: cfg.Clock,
+	}
 	if i.retention == 0 {
 		i.retention = DefaultRetention
 	}
@@ -101,8 +108,12 @@ func truthy(v string) bool {
 
 // Operation says how Do keys a call with input In.
 type Operation[In any] struct {
+	// Name names the operation to observers (Event.Operation, a metric
+	// dimension): a fixed word such as "charge", never a caller's name
+	// or a key. It plays no part in the record.
+	Name string
 	// Scope keeps the records of different callers or operations apart:
-	// the same key in two scopes is two records.
+	// the same key in two scopes is two records. Observers never see it.
 	Scope string
 	// Key is the idempotency key, or KeyFunc derives it from the input;
 	// exactly one of them is set. It must pass ValidateKey.
@@ -175,12 +186,27 @@ func Permanent(err error) error {
 //     panic releases the key and goes on.
 //
 // When idempotency is disabled (Idempotency.Disabled) fn runs directly.
-func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in In, fn func(context.Context, In) (Out, error)) (Result[Out], error) {
+// Config.Observer is told of the call once, when it ends.
+func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in In, fn func(context.Context, In) (Out, error)) (res Result[Out], err error) {
+	var t tally
+	if i.observer != nil {
+		t.start = i.now()
+		defer i.observe(ctx, op.Name, &t, &err)
+	}
+	res, err = do(ctx, i, &op, in, fn, &t)
+	t.returned = true
+	return res, err
+}
+
+// do is Do, tallying the call in t.
+func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in In, fn func(context.Context, In) (Out, error), t *tally) (Result[Out], error) {
 	var zero Result[Out]
 	if i.Disabled() {
+		t.outcome, t.ran = OutcomeDisabled, true
 		out, err := fn(ctx, in)
 		return Result[Out]{Output: out}, err
 	}
+	t.outcome = OutcomeInvalid
 	key, err := op.key(in)
 	if err != nil {
 		return zero, err
@@ -189,13 +215,16 @@ func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in I
 	if err := op.fingerprint(in, &fp); err != nil {
 		return zero, err
 	}
+	t.scope, t.key = op.Scope, key
 	now := i.now()
 	if i.cache != nil {
 		if r, ok := i.cache.get(op.Scope, key, now); ok {
+			t.recordKey, t.fromCache = r.e.RecordKey, true
 			if string(fp[:]) != r.e.Fingerprint {
+				t.outcome = OutcomeKeyReused
 				return zero, ErrKeyReused
 			}
-			return replay[In, Out](ctx, op, &r.e, r)
+			return replay[In, Out](ctx, op, &r.e, r, t)
 		}
 	}
 	leaseUntil := now.Add(i.lease)
@@ -206,15 +235,19 @@ func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in I
 	if leaseUntil.After(expires) {
 		expires = leaseUntil
 	}
+	t.calls++
 	e, acquired, err := i.store.Acquire(ctx, AcquireInput{
 		Scope: op.Scope, Key: key, Fingerprint: string(fp[:]), Now: now,
 		LeaseUntil: leaseUntil.Truncate(time.Millisecond), ExpiresAt: expires.Truncate(time.Second),
 	})
 	if err != nil {
+		t.outcome = OutcomeStoreError
 		return zero, fmt.Errorf("idempotency: %w", err)
 	}
+	t.recordKey = e.RecordKey
 	if !acquired {
 		if e.Fingerprint != string(fp[:]) {
+			t.outcome = OutcomeKeyReused
 			return zero, ErrKeyReused
 		}
 		switch {
@@ -222,28 +255,33 @@ func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in I
 			if i.cache != nil {
 				i.cache.put(op.Scope, key, e)
 			}
-			return replay[In, Out](ctx, op, &e, nil)
+			return replay[In, Out](ctx, op, &e, nil, t)
 		case e.Status == EntryInProgress:
+			t.outcome = OutcomeInProgress
 			return zero, &InProgressError{RetryAfter: max(0, e.LeaseUntil.Sub(now))}
 		default:
 			// Released between the condition and now, or a status of a
 			// later version: not this call's to take.
+			t.outcome = OutcomeInProgress
 			return zero, &InProgressError{}
 		}
 	}
-	return run(ctx, i, op.Scope, key, e, in, fn)
+	return run(ctx, i, op, e, in, fn, t)
 }
 
 // run runs fn under the lease of e, just acquired, and settles or
 // releases the key.
-func run[In, Out any](ctx context.Context, i *Idempotency, scope, key string, e Entry, in In, fn func(context.Context, In) (Out, error)) (res Result[Out], err error) {
+func run[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], e Entry, in In, fn func(context.Context, In) (Out, error), t *tally) (res Result[Out], err error) {
 	lease := e.Lease()
+	// What a panic of fn comes to.
+	t.outcome, t.ran = OutcomeReleased, true
 	done := false
 	defer func() {
 		if !done {
 			// fn panicked: the key is released and the panic goes on.
 			sctx, cancel := settleContext(ctx)
 			defer cancel()
+			t.calls++
 			_ = i.store.Release(sctx, lease)
 		}
 	}()
@@ -254,31 +292,41 @@ func run[In, Out any](ctx context.Context, i *Idempotency, scope, key string, e 
 	if ferr != nil {
 		var perm *PermanentError
 		if !errors.As(ferr, &perm) {
+			t.calls++
 			if rerr := i.store.Release(sctx, lease); rerr != nil {
+				t.failed(rerr)
 				return Result[Out]{Output: out}, errors.Join(ferr, fmt.Errorf("idempotency: %w", rerr))
 			}
 			return Result[Out]{Output: out}, ferr
 		}
 		o := Outcome{Status: EntryFailed, Failure: ferr.Error(), ExpiresAt: i.now().Add(i.retention).Truncate(time.Second)}
+		t.calls++
 		if serr := i.store.Settle(sctx, lease, o); serr != nil {
+			t.failed(serr)
 			return Result[Out]{Output: out}, errors.Join(ferr, fmt.Errorf("idempotency: %w", serr))
 		}
-		i.cacheOutcome(scope, key, e, o)
+		t.outcome = OutcomeFailed
+		i.cacheOutcome(op.Scope, t.key, e, o)
 		return Result[Out]{Output: out}, ferr
 	}
 	body, merr := json.Marshal(out)
 	if merr != nil {
 		merr = fmt.Errorf("idempotency: encode output: %w", merr)
+		t.calls++
 		if rerr := i.store.Release(sctx, lease); rerr != nil {
+			t.failed(rerr)
 			return Result[Out]{Output: out}, errors.Join(merr, fmt.Errorf("idempotency: %w", rerr))
 		}
 		return Result[Out]{Output: out}, merr
 	}
 	o := Outcome{Status: EntryCompleted, Output: body, ExpiresAt: i.now().Add(i.retention).Truncate(time.Second)}
+	t.calls++
 	if serr := i.store.Settle(sctx, lease, o); serr != nil {
+		t.failed(serr)
 		return Result[Out]{Output: out}, fmt.Errorf("idempotency: %w", serr)
 	}
-	i.cacheOutcome(scope, key, e, o)
+	t.outcome = OutcomeCompleted
+	i.cacheOutcome(op.Scope, t.key, e, o)
 	return Result[Out]{Output: out}, nil
 }
 
@@ -300,24 +348,33 @@ func (i *Idempotency) cacheOutcome(scope, key string, e Entry, o Outcome) {
 
 // replay answers a call with the settled record e, of the call's
 // fingerprint: one of the cache's, r, or one the store returned (r nil).
-func replay[In, Out any](ctx context.Context, op Operation[In], e *Entry, r *cached) (Result[Out], error) {
+func replay[In, Out any](ctx context.Context, op *Operation[In], e *Entry, r *cached, t *tally) (Result[Out], error) {
 	var zero Result[Out]
-	fromCache := r != nil
-	if op.OnReplay != nil {
-		op.OnReplay(ctx, Replay{FromCache: fromCache, Failed: e.Status == EntryFailed})
+	rp := Replay{FromCache: r != nil, Failed: e.Status == EntryFailed}
+	switch {
+	case rp.Failed:
+		t.outcome = OutcomeStoredFailure
+	case rp.FromCache:
+		t.outcome = OutcomeCached
+	default:
+		t.outcome = OutcomeReplayed
 	}
-	if e.Status == EntryFailed {
+	if op.OnReplay != nil {
+		op.OnReplay(ctx, rp)
+	}
+	if rp.Failed {
 		return zero, &StoredFailureError{Message: e.Failure}
 	}
 	out, err := decodeOutput[Out](e, r)
 	if err != nil {
+		t.outcome = OutcomeStoreError
 		return zero, fmt.Errorf("idempotency: decode the stored output of %s: %w", e.RecordKey, err)
 	}
-	return Result[Out]{Output: out, Replayed: true, FromCache: fromCache}, nil
+	return Result[Out]{Output: out, Replayed: true, FromCache: rp.FromCache}, nil
 }
 
 // key is the call's idempotency key, validated.
-func (op Operation[In]) key(in In) (string, error) {
+func (op *Operation[In]) key(in In) (string, error) {
 	key := op.Key
 	switch {
 	case op.KeyFunc != nil && op.Key != "":
@@ -340,7 +397,7 @@ func (op Operation[In]) key(in In) (string, error) {
 type fingerprint [2 * sha256.Size]byte
 
 // fingerprint sets fp to the Fingerprint of the call's payload.
-func (op Operation[In]) fingerprint(in In, fp *fingerprint) error {
+func (op *Operation[In]) fingerprint(in In, fp *fingerprint) error {
 	var sum [sha256.Size]byte
 	if op.Payload != nil {
 		payload, err := op.Payload(in)

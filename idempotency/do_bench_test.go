@@ -34,6 +34,7 @@ func bareTime(ctx context.Context, n int) time.Duration {
 //	BenchmarkDo/new        a new key each time: acquire, run, settle
 //	BenchmarkDo/duplicate  a duplicate replayed from the store: one acquire
 //	BenchmarkDo/cached     a duplicate served from the local cache: no store call
+//	BenchmarkDo/observed   cached, with an Observer that does nothing
 //
 // Each but bare also reports overhead-ns/op: its time per call less the
 // bare handler's, timed over as many calls right after it.
@@ -68,12 +69,14 @@ func BenchmarkDo(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		cache int
+		obs   idempotency.Observer
 	}{
-		{"duplicate", 0},
-		{"cached", 1024},
+		{"duplicate", 0, nil},
+		{"cached", 1024, nil},
+		{"observed", 1024, idempotency.ObserverFunc(func(context.Context, idempotency.Event) {})},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			i, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: c.cache})
+			i, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: c.cache, Observer: c.obs})
 			if _, err := idempotency.Do(ctx, i, op("alice"), order{"order-1", 100}, benchHandler); err != nil {
 				b.Fatal(err)
 			}
@@ -127,18 +130,28 @@ func TestDoOverheadBudget(t *testing.T) {
 }
 
 // TestDoAllocs: a duplicate served from the cache allocates once (the
-// input, boxed to be encoded).
+// input, boxed to be encoded), and an Observer adds no allocation to it
+// or to a duplicate replayed from the store.
 func TestDoAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
 	ctx := context.Background()
-	i := newIdem(t, idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: 16})
-	_, _ = idempotency.Do(ctx, i, op("alice"), order{"order-1", 100}, benchHandler)
-	got := testing.AllocsPerRun(200, func() {
+	allocs := func(cache int, obs idempotency.Observer) float64 {
+		i := newIdem(t, idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: cache, Observer: obs})
 		_, _ = idempotency.Do(ctx, i, op("alice"), order{"order-1", 100}, benchHandler)
-	})
-	if got != 1 {
+		return testing.AllocsPerRun(200, func() {
+			_, _ = idempotency.Do(ctx, i, op("alice"), order{"order-1", 100}, benchHandler)
+		})
+	}
+	nop := idempotency.ObserverFunc(func(context.Context, idempotency.Event) {})
+	if got := allocs(16, nil); got != 1 {
 		t.Errorf("a cached duplicate allocates %v times, want 1", got)
+	}
+	if without, with := allocs(16, nil), allocs(16, nop); with != without {
+		t.Errorf("cached duplicate: %v allocations with an Observer, %v without", with, without)
+	}
+	if without, with := allocs(0, nil), allocs(0, nop); with != without {
+		t.Errorf("duplicate from the store: %v allocations with an Observer, %v without", with, without)
 	}
 }

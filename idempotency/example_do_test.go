@@ -128,3 +128,25 @@ func ExampleNewDynamoDBPersistence() {
 	// pay-1 true <nil>
 	// COMPLETED 1 {"id":"pay-1"}
 }
+
+// An Observer is told of every call once, when it ends: here, a
+// function that prints what it is told. Neither the key nor the scope is
+// in the event, only the operation's name.
+func ExampleObserverFunc() {
+	idem, _ := idempotency.New(idempotency.Config{
+		Store: idemtest.NewMemoryStore(),
+		Observer: idempotency.ObserverFunc(func(_ context.Context, ev idempotency.Event) {
+			fmt.Println(ev.Operation, ev.Outcome, "store calls:", ev.StoreCalls, "ran:", ev.Ran)
+		}),
+	})
+	op := idempotency.Operation[payment]{Name: "charge", Scope: "alice", Key: "order-42"}
+	charge := func(context.Context, payment) (paid, error) { return paid{ID: "pay-1"}, nil }
+	for range 2 {
+		_, _ = idempotency.Do(context.Background(), idem, op, payment{"order-42", 100}, charge)
+	}
+	_, _ = idempotency.Do(context.Background(), idem, op, payment{"order-42", 5}, charge)
+	// Output:
+	// charge completed store calls: 2 ran: true
+	// charge replayed store calls: 1 ran: false
+	// charge key_reused store calls: 1 ran: false
+}
