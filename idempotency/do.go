@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
@@ -21,6 +22,13 @@ const DefaultLease = 5 * time.Minute
 // settleTimeout bounds a settle or release, which run even when the
 // call's context is done.
 const settleTimeout = 10 * time.Second
+
+// The backoff of a duplicate that waits for the key (Operation.Wait):
+// the first delay, and the longest.
+const (
+	waitFirst = 50 * time.Millisecond
+	waitMax   = time.Second
+)
 
 // EnvDisabled turns idempotency off when truthy ("1", "true", "yes",
 // "on", any case): Do then runs the function directly. It is the variable
@@ -49,6 +57,10 @@ type Config struct {
 	Observer Observer
 	// Clock is the time (tests): time.Now when nil.
 	Clock func() time.Time
+	// Sleep waits d, or until ctx is done (then it returns ctx's error),
+	// between the reads of a duplicate that waits (Operation.Wait): a
+	// timer when nil. With a fake Clock, give a Sleep that moves it.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Idempotency runs functions at most once per (scope, key) with Do and
@@ -60,6 +72,7 @@ type Idempotency struct {
 	disabled  bool
 	observer  Observer
 	now       func() time.Time
+	sleep     func(context.Context, time.Duration) error
 	cache     *entryCache
 }
 
@@ -73,7 +86,7 @@ func New(cfg Config) (*Idempotency, error) {
 	}
 	i := &Idempotency{
 		store: cfg.Store, retention: cfg.Retention, lease: cfg.Lease, disabled: cfg.Disabled,
-		observer: cfg.Observer, now: cfg.Clock,
+		observer: cfg.Observer, now: cfg.Clock, sleep: cfg.Sleep,
 	}
 	if i.retention == 0 {
 		i.retention = DefaultRetention
@@ -84,6 +97,9 @@ func New(cfg Config) (*Idempotency, error) {
 	if i.now == nil {
 		i.now = time.Now
 	}
+	if i.sleep == nil {
+		i.sleep = sleep
+	}
 	if cfg.CacheSize > 0 {
 		c, err := newEntryCache(cfg.CacheSize)
 		if err != nil {
@@ -92,6 +108,18 @@ func New(cfg Config) (*Idempotency, error) {
 		i.cache = c
 	}
 	return i, nil
+}
+
+// sleep waits d on a timer, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Disabled reports whether functions run directly: Config.Disabled, or
@@ -126,6 +154,15 @@ type Operation[In any] struct {
 	// OnReplay, when set, is called when an outcome is replayed instead
 	// of running the function (Wrap's only way to tell).
 	OnReplay func(ctx context.Context, r Replay)
+	// Wait, when positive, is how long a call that finds its key held by
+	// another call waits for it instead of failing at once with an
+	// *InProgressError: it reads the record (Get) after 50ms, then after
+	// twice as long each time up to 1s, each delay jittered (between half
+	// of it and all of it) and cut short at the holder's lease expiry,
+	// until the record is settled (replayed), free (the call acquires it
+	// and runs), Wait has passed or ctx is done (an *InProgressError).
+	// Each read is one store call.
+	Wait time.Duration
 }
 
 // Replay describes an outcome replayed instead of running the function.
@@ -174,11 +211,11 @@ func Permanent(err error) error {
 //     from the cache;
 //   - the same key with another payload fails with ErrKeyReused;
 //   - a key held by another call whose lease has not expired fails with
-//     an *InProgressError (ErrInProgress). The lease expires at ctx's
-//     deadline, or after Config.Lease without one; then the next call
-//     takes the key over (its lease counter rises by one), and a settle or
-//     release by the earlier holder writes nothing and fails with
-//     ErrFenced;
+//     an *InProgressError (ErrInProgress), at once or after op.Wait. The
+//     lease expires at ctx's deadline, or after Config.Lease without one;
+//     then the next call takes the key over (its lease counter rises by
+//     one), and a settle or release by the earlier holder writes nothing
+//     and fails with ErrFenced;
 //   - an error of fn releases the key, so that a retry runs fn again,
 //     unless it is a *PermanentError (Permanent): then it is stored, and
 //     every retry gets a *StoredFailureError (ErrStoredFailure) without
@@ -227,46 +264,133 @@ func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in 
 			return replay[In, Out](ctx, op, &r.e, r, t)
 		}
 	}
-	leaseUntil := now.Add(i.lease)
-	if d, ok := ctx.Deadline(); ok {
-		leaseUntil = d
-	}
-	expires := now.Add(i.retention)
-	if leaseUntil.After(expires) {
-		expires = leaseUntil
-	}
-	t.calls++
-	e, acquired, err := i.store.Acquire(ctx, AcquireInput{
-		Scope: op.Scope, Key: key, Fingerprint: string(fp[:]), Now: now,
-		LeaseUntil: leaseUntil.Truncate(time.Millisecond), ExpiresAt: expires.Truncate(time.Second),
-	})
-	if err != nil {
-		t.outcome = OutcomeStoreError
-		return zero, fmt.Errorf("idempotency: %w", err)
-	}
-	t.recordKey = e.RecordKey
-	if !acquired {
-		if e.Fingerprint != string(fp[:]) {
+	return acquire(ctx, i, op, key, string(fp[:]), in, fn, now, t)
+}
+
+// acquire takes the key, or answers with its record: replayed, refused,
+// waited for.
+func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], key, fp string, in In, fn func(context.Context, In) (Out, error), now time.Time, t *tally) (Result[Out], error) {
+	var zero Result[Out]
+	ai := AcquireInput{Scope: op.Scope, Key: key, Fingerprint: fp}
+	var (
+		e Entry
+		// take: acquire (again); read: e was read by Get, so a record
+		// free by now is acquired.
+		take, read = true, false
+		w          backoff
+	)
+	for {
+		if take {
+			ai.Now = now
+			ai.LeaseUntil, ai.ExpiresAt = i.times(ctx, now)
+			t.calls++
+			var acquired bool
+			var err error
+			e, acquired, err = i.store.Acquire(ctx, ai)
+			if err != nil {
+				t.outcome = OutcomeStoreError
+				return zero, fmt.Errorf("idempotency: %w", err)
+			}
+			t.recordKey = e.RecordKey
+			if acquired {
+				return run(ctx, i, op, e, in, fn, t)
+			}
+			take, read = false, false
+		}
+		if read && e.Free(fp, now) {
+			take = true
+			continue
+		}
+		if e.Fingerprint != fp {
 			t.outcome = OutcomeKeyReused
 			return zero, ErrKeyReused
 		}
-		switch {
-		case e.Status.Settled():
+		if e.Status.Settled() {
 			if i.cache != nil {
 				i.cache.put(op.Scope, key, e)
 			}
 			return replay[In, Out](ctx, op, &e, nil, t)
-		case e.Status == EntryInProgress:
-			t.outcome = OutcomeInProgress
-			return zero, &InProgressError{RetryAfter: max(0, e.LeaseUntil.Sub(now))}
+		}
+		// Held by another call (or released since the acquisition's
+		// condition failed): not this call's to take now.
+		t.outcome = OutcomeInProgress
+		if op.Wait <= 0 {
+			return zero, inProgress(e, now)
+		}
+		if w.until.IsZero() {
+			w.until = now.Add(op.Wait)
+		}
+		left := w.until.Sub(now)
+		if left <= 0 || ctx.Err() != nil {
+			return zero, inProgress(e, now)
+		}
+		d := min(w.next(), left)
+		if e.Status == EntryInProgress {
+			if l := e.LeaseUntil.Sub(now); l > 0 && l < d {
+				d = l
+			}
+		}
+		if err := i.sleep(ctx, d); err != nil {
+			return zero, inProgress(e, now)
+		}
+		now = i.now()
+		t.calls++
+		got, err := i.store.Get(ctx, op.Scope, key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			take = true
+		case err != nil && ctx.Err() != nil:
+			return zero, inProgress(e, now)
+		case err != nil:
+			t.outcome = OutcomeStoreError
+			return zero, fmt.Errorf("idempotency: %w", err)
 		default:
-			// Released between the condition and now, or a status of a
-			// later version: not this call's to take.
-			t.outcome = OutcomeInProgress
-			return zero, &InProgressError{}
+			e, read = got, true
 		}
 	}
-	return run(ctx, i, op, e, in, fn, t)
+}
+
+// times are the lease's expiry and the record's for an acquisition at
+// now: the lease expires at ctx's deadline, or after Config.Lease
+// without one; the record lives at least as long.
+func (i *Idempotency) times(ctx context.Context, now time.Time) (leaseUntil, expires time.Time) {
+	leaseUntil = now.Add(i.lease)
+	if d, ok := ctx.Deadline(); ok {
+		leaseUntil = d
+	}
+	expires = now.Add(i.retention)
+	if leaseUntil.After(expires) {
+		expires = leaseUntil
+	}
+	return leaseUntil.Truncate(time.Millisecond), expires.Truncate(time.Second)
+}
+
+// inProgress is the error of a call that found e held by another call at
+// now.
+func inProgress(e Entry, now time.Time) error {
+	if e.Status != EntryInProgress {
+		return &InProgressError{}
+	}
+	return &InProgressError{RetryAfter: max(0, e.LeaseUntil.Sub(now))}
+}
+
+// backoff is the jittered, doubling delay between the reads of a call
+// that waits.
+type backoff struct {
+	until time.Time
+	d     time.Duration
+}
+
+// next is the next delay: d between half of it and all of it, d doubling
+// from waitFirst up to waitMax.
+func (b *backoff) next() time.Duration {
+	if b.d == 0 {
+		b.d = waitFirst
+	} else {
+		b.d = min(2*b.d, waitMax)
+	}
+	half := b.d / 2
+	return half + rand.N(b.d-half+1)
 }
 
 // run runs fn under the lease of e, just acquired, and settles or

@@ -150,3 +150,27 @@ func ExampleObserverFunc() {
 	// charge replayed store calls: 1 ran: false
 	// charge key_reused store calls: 1 ran: false
 }
+
+// With Operation.Wait, a duplicate that finds the key in progress waits
+// for the holder and replays its outcome, instead of failing at once.
+func ExampleOperation_wait() {
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore()})
+	op := idempotency.Operation[payment]{Scope: "alice", Key: "order-1", Wait: 5 * time.Second}
+	running, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = idempotency.Do(context.Background(), idem, op, payment{"order-1", 1}, func(context.Context, payment) (paid, error) {
+			close(running)
+			time.Sleep(100 * time.Millisecond)
+			return paid{ID: "pay-1"}, nil
+		})
+	}()
+	<-running
+	res, err := idempotency.Do(context.Background(), idem, op, payment{"order-1", 1}, func(context.Context, payment) (paid, error) {
+		return paid{ID: "pay-2"}, nil
+	})
+	fmt.Println(res.Output.ID, res.Replayed, err)
+	<-done
+	// Output:
+	// pay-1 true <nil>
+}

@@ -47,7 +47,7 @@ const (
 	// the cache.
 	OutcomeStoredFailure CallOutcome = "stored_failure"
 	// OutcomeInProgress: another call holds the key (an
-	// *InProgressError).
+	// *InProgressError), after Operation.Wait when set.
 	OutcomeInProgress CallOutcome = "in_progress"
 	// OutcomeKeyReused: the key is held or settled for another payload
 	// (ErrKeyReused).
