@@ -44,7 +44,8 @@ type Config struct {
 	Retention time.Duration
 	// Lease is how long a call holds its key when its context has no
 	// deadline: DefaultLease when 0. With a deadline (a Lambda's), the
-	// lease expires at the deadline.
+	// lease expires at the deadline. Operation.Lease may set another
+	// policy.
 	Lease time.Duration
 	// CacheSize, when positive, keeps up to that many settled records in
 	// memory, so that a duplicate served from there costs no call to the
@@ -163,6 +164,18 @@ type Operation[In any] struct {
 	// and runs), Wait has passed or ctx is done (an *InProgressError).
 	// Each read is one store call.
 	Wait time.Duration
+	// Lease says how long a call holds its key: LeaseFromDeadline (the
+	// zero value), LeaseFor or LeaseUntilSettled.
+	Lease LeasePolicy
+	// TakeOver, when set, is asked whenever the call finds its key
+	// IN_PROGRESS for the same payload under a lease that has not
+	// expired (with LeaseUntilSettled, every time it finds it in
+	// progress), once per read of the record: true takes the key over
+	// from the holder, as an expired lease is taken, and the holder's
+	// settle or release then fails with ErrFenced. It needs a store that
+	// implements Taker (else every call fails with
+	// ErrTakeOverUnsupported). An expired lease is taken without asking.
+	TakeOver TakeOverFunc[In]
 }
 
 // Replay describes an outcome replayed instead of running the function.
@@ -211,11 +224,12 @@ func Permanent(err error) error {
 //     from the cache;
 //   - the same key with another payload fails with ErrKeyReused;
 //   - a key held by another call whose lease has not expired fails with
-//     an *InProgressError (ErrInProgress), at once or after op.Wait. The
-//     lease expires at ctx's deadline, or after Config.Lease without one;
-//     then the next call takes the key over (its lease counter rises by
-//     one), and a settle or release by the earlier holder writes nothing
-//     and fails with ErrFenced;
+//     an *InProgressError (ErrInProgress), at once or after op.Wait, or
+//     is taken over when op.TakeOver says the holder is dead. The lease
+//     expires as op.Lease says: by default at ctx's deadline, or after
+//     Config.Lease without one; then the next call takes the key over
+//     (its lease counter rises by one), and a settle or release by the
+//     earlier holder writes nothing and fails with ErrFenced;
 //   - an error of fn releases the key, so that a retry runs fn again,
 //     unless it is a *PermanentError (Permanent): then it is stored, and
 //     every retry gets a *StoredFailureError (ErrStoredFailure) without
@@ -248,6 +262,16 @@ func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in 
 	if err != nil {
 		return zero, err
 	}
+	if err := op.Lease.check(); err != nil {
+		return zero, err
+	}
+	var taker Taker
+	if op.TakeOver != nil {
+		var ok bool
+		if taker, ok = i.store.(Taker); !ok {
+			return zero, ErrTakeOverUnsupported
+		}
+	}
 	var fp fingerprint
 	if err := op.fingerprint(in, &fp); err != nil {
 		return zero, err
@@ -264,25 +288,25 @@ func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in 
 			return replay[In, Out](ctx, op, &r.e, r, t)
 		}
 	}
-	return acquire(ctx, i, op, key, string(fp[:]), in, fn, now, t)
+	return acquire(ctx, i, op, key, string(fp[:]), in, fn, taker, now, t)
 }
 
 // acquire takes the key, or answers with its record: replayed, refused,
-// waited for.
-func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], key, fp string, in In, fn func(context.Context, In) (Out, error), now time.Time, t *tally) (Result[Out], error) {
+// waited for, taken over.
+func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], key, fp string, in In, fn func(context.Context, In) (Out, error), taker Taker, now time.Time, t *tally) (Result[Out], error) {
 	var zero Result[Out]
 	ai := AcquireInput{Scope: op.Scope, Key: key, Fingerprint: fp}
 	var (
 		e Entry
 		// take: acquire (again); read: e was read by Get, so a record
-		// free by now is acquired.
-		take, read = true, false
-		w          backoff
+		// free by now is acquired; asked: TakeOver was asked about e.
+		take, read, asked = true, false, false
+		w                 backoff
 	)
 	for {
 		if take {
 			ai.Now = now
-			ai.LeaseUntil, ai.ExpiresAt = i.times(ctx, now)
+			ai.LeaseUntil, ai.ExpiresAt = i.times(ctx, op.Lease, now)
 			t.calls++
 			var acquired bool
 			var err error
@@ -295,7 +319,7 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 			if acquired {
 				return run(ctx, i, op, e, in, fn, t)
 			}
-			take, read = false, false
+			take, read, asked = false, false, false
 		}
 		if read && e.Free(fp, now) {
 			take = true
@@ -311,9 +335,34 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 			}
 			return replay[In, Out](ctx, op, &e, nil, t)
 		}
+		t.outcome = OutcomeInProgress
+		if taker != nil && !asked && e.Status == EntryInProgress {
+			asked = true
+			dead, err := op.TakeOver(ctx, in, e.Lease())
+			if err != nil {
+				return zero, fmt.Errorf("idempotency: take over: %w", err)
+			}
+			if dead {
+				ai.Now = now
+				ai.LeaseUntil, ai.ExpiresAt = i.times(ctx, op.Lease, now)
+				t.calls++
+				taken, acquired, err := taker.TakeOver(ctx, ai, e.Lease())
+				if err != nil {
+					t.outcome = OutcomeStoreError
+					return zero, fmt.Errorf("idempotency: %w", err)
+				}
+				if acquired {
+					t.tookOver = true
+					return run(ctx, i, op, taken, in, fn, t)
+				}
+				// Settled, released, or taken by another call
+				// meanwhile: judged as a read.
+				e, read = taken, true
+				continue
+			}
+		}
 		// Held by another call (or released since the acquisition's
 		// condition failed): not this call's to take now.
-		t.outcome = OutcomeInProgress
 		if op.Wait <= 0 {
 			return zero, inProgress(e, now)
 		}
@@ -345,24 +394,9 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 			t.outcome = OutcomeStoreError
 			return zero, fmt.Errorf("idempotency: %w", err)
 		default:
-			e, read = got, true
+			e, read, asked = got, true, false
 		}
 	}
-}
-
-// times are the lease's expiry and the record's for an acquisition at
-// now: the lease expires at ctx's deadline, or after Config.Lease
-// without one; the record lives at least as long.
-func (i *Idempotency) times(ctx context.Context, now time.Time) (leaseUntil, expires time.Time) {
-	leaseUntil = now.Add(i.lease)
-	if d, ok := ctx.Deadline(); ok {
-		leaseUntil = d
-	}
-	expires = now.Add(i.retention)
-	if leaseUntil.After(expires) {
-		expires = leaseUntil
-	}
-	return leaseUntil.Truncate(time.Millisecond), expires.Truncate(time.Second)
 }
 
 // inProgress is the error of a call that found e held by another call at

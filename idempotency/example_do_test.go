@@ -174,3 +174,86 @@ func ExampleOperation_wait() {
 	// Output:
 	// pay-1 true <nil>
 }
+
+// LeaseFor holds the key for a fixed time, whatever the context's
+// deadline.
+func ExampleLeaseFor() {
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	store := idemtest.NewMemoryStore()
+	idem, _ := idempotency.New(idempotency.Config{Store: store, Clock: clock.Now})
+	op := idempotency.Operation[payment]{Scope: "alice", Key: "order-1", Lease: idempotency.LeaseFor(15 * time.Minute)}
+	_, _ = idempotency.Do(context.Background(), idem, op, payment{"order-1", 1}, func(context.Context, payment) (paid, error) {
+		e, _ := store.Peek("alice", "order-1")
+		fmt.Println(op.Lease, "until", e.LeaseUntil.Format(time.TimeOnly))
+		return paid{}, nil
+	})
+	// Output:
+	// LeaseFor(15m0s) until 12:15:00
+}
+
+// LeaseFromDeadline, the default, ends the lease at the context's
+// deadline, or after Config.Lease without one.
+func ExampleLeaseFromDeadline() {
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	store := idemtest.NewMemoryStore()
+	idem, _ := idempotency.New(idempotency.Config{Store: store, Clock: clock.Now, Lease: time.Minute})
+	op := idempotency.Operation[payment]{Scope: "alice", Key: "order-1", Lease: idempotency.LeaseFromDeadline()}
+	_, _ = idempotency.Do(context.Background(), idem, op, payment{"order-1", 1}, func(context.Context, payment) (paid, error) {
+		e, _ := store.Peek("alice", "order-1")
+		fmt.Println(op.Lease, "until", e.LeaseUntil.Format(time.TimeOnly))
+		return paid{}, nil
+	})
+	// Output:
+	// LeaseFromDeadline() until 12:01:00
+}
+
+// LeaseUntilSettled holds the key until the call settles: a duplicate
+// an hour later still finds it in progress, until the record's expiry.
+func ExampleLeaseUntilSettled() {
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore(), Clock: clock.Now, Retention: 24 * time.Hour})
+	op := idempotency.Operation[payment]{Scope: "alice", Key: "order-1", Lease: idempotency.LeaseUntilSettled()}
+	_, _ = idempotency.Do(context.Background(), idem, op, payment{"order-1", 1}, func(ctx context.Context, p payment) (paid, error) {
+		clock.Advance(time.Hour)
+		_, err := idempotency.Do(ctx, idem, op, p, func(context.Context, payment) (paid, error) { return paid{}, nil })
+		fmt.Println(err)
+		return paid{}, nil
+	})
+	// Output:
+	// idempotency key is in progress: its lease expires in 23h0m0s
+}
+
+// Operation.TakeOver takes a key over from a holder known to be dead,
+// before its lease expires: here a holder under LeaseUntilSettled. The
+// store must implement Taker (takerStore, in this package's tests, is a
+// MemoryStore with a TakeOver).
+func ExampleTakeOverFunc() {
+	store := &takerStore{MemoryStore: idemtest.NewMemoryStore()}
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	idem, _ := idempotency.New(idempotency.Config{Store: store, Clock: clock.Now})
+	running := map[string]bool{} // the executions alive, by key
+	op := idempotency.Operation[payment]{
+		Scope: "alice", KeyFunc: func(p payment) (string, error) { return p.Key, nil },
+		Lease: idempotency.LeaseUntilSettled(),
+		TakeOver: func(_ context.Context, p payment, holder idempotency.Lease) (bool, error) {
+			fmt.Println("holder", holder.Count, "running:", running[p.Key])
+			return !running[p.Key], nil
+		},
+	}
+	_, err := idempotency.Do(context.Background(), idem, op, payment{"order-1", 1}, func(ctx context.Context, p payment) (paid, error) {
+		running[p.Key] = true
+		_, err := idempotency.Do(ctx, idem, op, p, func(context.Context, payment) (paid, error) { return paid{ID: "pay-2"}, nil })
+		fmt.Println(err)
+		running[p.Key] = false // it died, say
+		res, err := idempotency.Do(ctx, idem, op, p, func(context.Context, payment) (paid, error) { return paid{ID: "pay-2"}, nil })
+		fmt.Println(res.Output.ID, err)
+		return paid{ID: "pay-1"}, nil
+	})
+	fmt.Println("the first holder:", errors.Is(err, idempotency.ErrFenced))
+	// Output:
+	// holder 1 running: true
+	// idempotency key is in progress: its lease expires in 24h0m0s
+	// holder 1 running: false
+	// pay-2 <nil>
+	// the first holder: true
+}

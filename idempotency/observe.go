@@ -46,8 +46,9 @@ const (
 	// *StoredFailureError), from the store or, with Event.FromCache, from
 	// the cache.
 	OutcomeStoredFailure CallOutcome = "stored_failure"
-	// OutcomeInProgress: another call holds the key (an
-	// *InProgressError), after Operation.Wait when set.
+	// OutcomeInProgress: another call holds the key: an
+	// *InProgressError, after Operation.Wait when set, or the error of
+	// Operation.TakeOver.
 	OutcomeInProgress CallOutcome = "in_progress"
 	// OutcomeKeyReused: the key is held or settled for another payload
 	// (ErrKeyReused).
@@ -90,6 +91,9 @@ type Event struct {
 	Ran bool
 	// FromCache: the outcome came from the local cache.
 	FromCache bool
+	// TookOver: the call took the key from a holder whose lease had not
+	// expired, on the word of Operation.TakeOver.
+	TookOver bool
 	// StoreCalls is how many calls the call made to the store.
 	StoreCalls int
 	// Time is when the call started and Duration how long it took, by
@@ -113,6 +117,7 @@ type tally struct {
 	calls      int
 	ran        bool
 	fromCache  bool
+	tookOver   bool
 	// returned: Do returned (false while a panic goes through it).
 	returned bool
 }
@@ -132,6 +137,7 @@ func (i *Idempotency) observe(ctx context.Context, name string, t *tally, err *e
 		Outcome:    t.outcome,
 		Ran:        t.ran,
 		FromCache:  t.fromCache,
+		TookOver:   t.tookOver,
 		StoreCalls: t.calls,
 		Time:       t.start,
 		Duration:   i.now().Sub(t.start),

@@ -124,8 +124,8 @@ func TestObserverEvents(t *testing.T) {
 			if ev.Err != err || (c.want.err == nil) != (err == nil) || c.want.err != nil && !errors.Is(err, c.want.err) {
 				t.Errorf("event error %v, Do's %v, want %v", ev.Err, err, c.want.err)
 			}
-			if ev.Operation != "charge" {
-				t.Errorf("event operation %q", ev.Operation)
+			if ev.Operation != "charge" || ev.TookOver {
+				t.Errorf("event operation %q took over %v", ev.Operation, ev.TookOver)
 			}
 			if !ev.Time.Equal(w.start) {
 				t.Errorf("event time %v, want the call's start %v", ev.Time, w.start)
