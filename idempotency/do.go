@@ -185,6 +185,9 @@ type Replay struct {
 	FromCache bool
 	// Failed: the outcome is a stored failure (a *StoredFailureError).
 	Failed bool
+	// ExpiresAt is when the stored outcome expires and the key is free
+	// again (to the second).
+	ExpiresAt time.Time
 }
 
 // Result is Do's answer.
@@ -213,6 +216,13 @@ func Permanent(err error) error {
 	return &PermanentError{Err: err}
 }
 
+// ReplayHook changes a replayed output before it is returned, as
+// Powertools' response hook does (WrapWithHook): it gets the output
+// decoded from the store or the cache and returns the one the caller
+// gets. It runs after Operation.OnReplay, on every replayed output, not
+// on a replayed stored failure.
+type ReplayHook[Out any] func(ctx context.Context, out Out, r Replay) Out
+
 // Do runs fn(ctx, in) at most once per (op.Scope, key) while its outcome
 // is retained, with fencing:
 //
@@ -239,18 +249,23 @@ func Permanent(err error) error {
 // When idempotency is disabled (Idempotency.Disabled) fn runs directly.
 // Config.Observer is told of the call once, when it ends.
 func Do[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in In, fn func(context.Context, In) (Out, error)) (res Result[Out], err error) {
+	return call(ctx, i, &op, in, fn, nil)
+}
+
+// call is Do, with a hook for replayed outputs.
+func call[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in In, fn func(context.Context, In) (Out, error), hook ReplayHook[Out]) (res Result[Out], err error) {
 	var t tally
 	if i.observer != nil {
 		t.start = i.now()
 		defer i.observe(ctx, op.Name, &t, &err)
 	}
-	res, err = do(ctx, i, &op, in, fn, &t)
+	res, err = do(ctx, i, op, in, fn, hook, &t)
 	t.returned = true
 	return res, err
 }
 
 // do is Do, tallying the call in t.
-func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in In, fn func(context.Context, In) (Out, error), t *tally) (Result[Out], error) {
+func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in In, fn func(context.Context, In) (Out, error), hook ReplayHook[Out], t *tally) (Result[Out], error) {
 	var zero Result[Out]
 	if i.Disabled() {
 		t.outcome, t.ran = OutcomeDisabled, true
@@ -285,15 +300,15 @@ func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in 
 				t.outcome = OutcomeKeyReused
 				return zero, ErrKeyReused
 			}
-			return replay[In, Out](ctx, op, &r.e, r, t)
+			return replay(ctx, op, &r.e, r, hook, t)
 		}
 	}
-	return acquire(ctx, i, op, key, string(fp[:]), in, fn, taker, now, t)
+	return acquire(ctx, i, op, key, string(fp[:]), in, fn, hook, taker, now, t)
 }
 
 // acquire takes the key, or answers with its record: replayed, refused,
 // waited for, taken over.
-func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], key, fp string, in In, fn func(context.Context, In) (Out, error), taker Taker, now time.Time, t *tally) (Result[Out], error) {
+func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], key, fp string, in In, fn func(context.Context, In) (Out, error), hook ReplayHook[Out], taker Taker, now time.Time, t *tally) (Result[Out], error) {
 	var zero Result[Out]
 	ai := AcquireInput{Scope: op.Scope, Key: key, Fingerprint: fp}
 	var (
@@ -333,7 +348,7 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 			if i.cache != nil {
 				i.cache.put(op.Scope, key, e)
 			}
-			return replay[In, Out](ctx, op, &e, nil, t)
+			return replay(ctx, op, &e, nil, hook, t)
 		}
 		t.outcome = OutcomeInProgress
 		if taker != nil && !asked && e.Status == EntryInProgress {
@@ -506,9 +521,9 @@ func (i *Idempotency) cacheOutcome(scope, key string, e Entry, o Outcome) {
 
 // replay answers a call with the settled record e, of the call's
 // fingerprint: one of the cache's, r, or one the store returned (r nil).
-func replay[In, Out any](ctx context.Context, op *Operation[In], e *Entry, r *cached, t *tally) (Result[Out], error) {
+func replay[In, Out any](ctx context.Context, op *Operation[In], e *Entry, r *cached, hook ReplayHook[Out], t *tally) (Result[Out], error) {
 	var zero Result[Out]
-	rp := Replay{FromCache: r != nil, Failed: e.Status == EntryFailed}
+	rp := Replay{FromCache: r != nil, Failed: e.Status == EntryFailed, ExpiresAt: e.ExpiresAt}
 	switch {
 	case rp.Failed:
 		t.outcome = OutcomeStoredFailure
@@ -527,6 +542,9 @@ func replay[In, Out any](ctx context.Context, op *Operation[In], e *Entry, r *ca
 	if err != nil {
 		t.outcome = OutcomeStoreError
 		return zero, fmt.Errorf("idempotency: decode the stored output of %s: %w", e.RecordKey, err)
+	}
+	if hook != nil {
+		out = hook(ctx, out, rp)
 	}
 	return Result[Out]{Output: out, Replayed: true, FromCache: rp.FromCache}, nil
 }
@@ -601,10 +619,21 @@ func (b *encoder) put() {
 }
 
 // Wrap returns fn made idempotent by Do under op. A replay is told only
-// through op.OnReplay.
+// through op.OnReplay; WrapWithHook may also change it.
 func Wrap[In, Out any](i *Idempotency, op Operation[In], fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
 	return func(ctx context.Context, in In) (Out, error) {
-		res, err := Do(ctx, i, op, in, fn)
+		res, err := call(ctx, i, &op, in, fn, nil)
+		return res.Output, err
+	}
+}
+
+// WrapWithHook is Wrap with a hook that may change every replayed output
+// before the caller gets it (Powertools' response hook): a field that
+// tells the caller it is a replay, say. The stored output stays as it
+// is.
+func WrapWithHook[In, Out any](i *Idempotency, op Operation[In], fn func(context.Context, In) (Out, error), hook ReplayHook[Out]) func(context.Context, In) (Out, error) {
+	return func(ctx context.Context, in In) (Out, error) {
+		res, err := call(ctx, i, &op, in, fn, hook)
 		return res.Output, err
 	}
 }

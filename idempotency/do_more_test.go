@@ -261,6 +261,77 @@ func TestWrapOnReplay(t *testing.T) {
 	}
 }
 
+// WrapWithHook changes every replayed output, from the store or the
+// cache, and nothing else: not the first run's, not the stored one, not
+// the cache's, not a stored failure.
+func TestWrapWithHook(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	cfg := idempotency.Config{Store: store, Clock: clock.Now, Retention: time.Hour}
+	var replays []idempotency.Replay
+	hook := func(_ context.Context, out receipt, r idempotency.Replay) receipt {
+		replays = append(replays, r)
+		out.Run = -out.Run
+		return out
+	}
+	fn := func(_ context.Context, o order) (receipt, error) {
+		if o.Amount < 0 {
+			return receipt{}, idempotency.Permanent(errRefused)
+		}
+		return receipt{Run: 1, Amount: o.Amount}, nil
+	}
+	cfg.CacheSize = 4
+	cached := idempotency.WrapWithHook(newIdem(t, cfg), op("alice"), fn, hook)
+	cfg.CacheSize = 0
+	uncached := idempotency.WrapWithHook(newIdem(t, cfg), op("alice"), fn, hook)
+	for n, c := range []struct {
+		handler   func(context.Context, order) (receipt, error)
+		wantRun   int64
+		fromCache bool
+	}{
+		{cached, 1, false}, // runs: no hook
+		{cached, -1, true},
+		{cached, -1, true}, // the cache's value is unchanged by the hook
+		{uncached, -1, false},
+	} {
+		out, err := c.handler(t.Context(), order{"k1", 5})
+		if err != nil || out != (receipt{c.wantRun, 5}) {
+			t.Errorf("call %d = %+v, %v, want run %d", n, out, err, c.wantRun)
+		}
+	}
+	want := idempotency.Replay{ExpiresAt: clock.Now().Add(time.Hour)}
+	if len(replays) != 3 || replays[0] != (idempotency.Replay{FromCache: true, ExpiresAt: want.ExpiresAt}) || replays[2] != want {
+		t.Errorf("hook saw %+v, want two replays from the cache and one from the store, expiring at %v", replays, want.ExpiresAt)
+	}
+	if e, _ := store.Peek("alice", "k1"); string(e.Output) != `{"run":1,"amount":5}` {
+		t.Errorf("stored output %s, want the function's", e.Output)
+	}
+	replays = nil
+	for range 2 {
+		if _, err := cached(t.Context(), order{"k2", -1}); err == nil {
+			t.Error("a stored failure succeeded")
+		}
+	}
+	if len(replays) != 0 {
+		t.Errorf("the hook saw a stored failure: %+v", replays)
+	}
+}
+
+// OnReplay is told when the replayed outcome expires.
+func TestOnReplayExpiresAt(t *testing.T) {
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	i := newIdem(t, idempotency.Config{Store: idemtest.NewMemoryStore(), Clock: clock.Now, Retention: time.Hour})
+	var got idempotency.Replay
+	o := op("alice")
+	o.OnReplay = func(_ context.Context, r idempotency.Replay) { got = r }
+	_, _ = idempotency.Do(t.Context(), i, o, order{"k1", 1}, echo)
+	clock.Advance(time.Minute)
+	_, _ = idempotency.Do(t.Context(), i, o, order{"k1", 1}, echo)
+	if want := clock.Now().Add(59 * time.Minute); !got.ExpiresAt.Equal(want) || got.FromCache || got.Failed {
+		t.Errorf("replay %+v, want from the store, expiring at %v", got, want)
+	}
+}
+
 // A cached output is handed out as a copy that shares nothing with the
 // cache, whatever its type; and a record read with two output types
 // decodes into each.

@@ -257,3 +257,28 @@ func ExampleTakeOverFunc() {
 	// pay-2 <nil>
 	// the first holder: true
 }
+
+// WrapWithHook changes every replayed output before the caller gets it,
+// as Powertools' response hook does; the stored output stays as it is.
+func ExampleWrapWithHook() {
+	type response struct {
+		ID       string `json:"id"`
+		Replayed bool   `json:"-"`
+	}
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: 100})
+	handler := idempotency.WrapWithHook(idem, idempotency.Operation[payment]{
+		Scope: "payments", KeyFunc: func(p payment) (string, error) { return p.Key, nil },
+	}, func(_ context.Context, p payment) (response, error) {
+		return response{ID: "pay-" + p.Key}, nil
+	}, func(_ context.Context, out response, r idempotency.Replay) response {
+		out.Replayed = true
+		return out
+	})
+	for range 2 {
+		out, err := handler(context.Background(), payment{"order-7", 5})
+		fmt.Println(out.ID, out.Replayed, err)
+	}
+	// Output:
+	// pay-order-7 false <nil>
+	// pay-order-7 true <nil>
+}
