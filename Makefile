@@ -63,9 +63,9 @@ local: deps ## serve the whole stack on 127.0.0.1:3000 (PORT=N, SEED=0, DATA_DIR
 # Every test, including the end-to-end ones against the local stack; each
 # test binary that needs DynamoDB starts and stops its own DynamoDB Local.
 # Then the tests of the project's own nested modules, which ./... does not
-# enter: the public client (client/) and the idempotency library
+# enter: the public client (client/), the idempotency library
 # (idempotency/, whose tests start their own DynamoDB Local through its
-# idemtest package).
+# idemtest package) and its OpenTelemetry observer (idempotency/otel/).
 # Every call of the local stacks is checked against the IAM policies of
 # template.cfn.json; afterwards cmd/iamreport lists the grants no call
 # used. internal/shipped runs the arm64 bootstraps under qemu-aarch64
@@ -77,6 +77,7 @@ test: deps qemu ## every test, each test binary with its own DynamoDB Local; the
 	  $(GO) run ./cmd/iamreport "$$dir"
 	cd client && $(GO) test -race -count=1 ./...
 	cd idempotency && $(GO) test -race -count=1 ./...
+	cd idempotency/otel && $(GO) test -race -count=1 ./...
 
 # qemu-aarch64 (Debian's qemu-user) runs the arm64 bootstraps in
 # internal/shipped; without root or apt-get it says why, and that test
@@ -167,7 +168,7 @@ bench: deps ## the benchmark: targets with PASS/FAIL, bench/results/<date>.md (B
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
 # gofmt checks every .go file of the repository, the nested modules'
-# (client/, idempotency/) included; go vet and staticcheck run in each
+# (client/, idempotency/, idempotency/otel/) included; go vet and staticcheck run in each
 # module, as ./... does not enter the nested ones.
 lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofmt, go vet, staticcheck, cfn-lint with the serverless rules, checkov
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
@@ -176,6 +177,7 @@ lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofm
 	$(GO) tool staticcheck -tags integration ./...
 	cd client && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
 	cd idempotency && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
+	cd idempotency/otel && $(GO) vet ./... && "$$(cd ../.. && $(GO) tool -n staticcheck)" ./...
 
 # cfn-lint with the serverless rules, and checkov. Suppressions are in the
 # template's Metadata, each with its reason. Then the template as
