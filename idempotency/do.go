@@ -314,7 +314,8 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 	var (
 		e Entry
 		// take: acquire (again); read: e was read by Get, so a record
-		// free by now is acquired; asked: TakeOver was asked about e.
+		// free by now is acquired; asked: TakeOver was asked since the
+		// last read, and is not asked again before the next one.
 		take, read, asked = true, false, false
 		w                 backoff
 	)
@@ -334,7 +335,7 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 			if acquired {
 				return run(ctx, i, op, e, in, fn, t)
 			}
-			take, read, asked = false, false, false
+			take, read = false, false
 		}
 		if read && e.Free(fp, now) {
 			take = true
@@ -362,6 +363,10 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 				ai.LeaseUntil, ai.ExpiresAt = i.times(ctx, op.Lease, now)
 				t.calls++
 				taken, acquired, err := taker.TakeOver(ctx, ai, e.Lease())
+				if errors.Is(err, ErrNotFound) {
+					take = true // gone meanwhile: acquired afresh
+					continue
+				}
 				if err != nil {
 					t.outcome = OutcomeStoreError
 					return zero, fmt.Errorf("idempotency: %w", err)

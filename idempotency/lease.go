@@ -96,8 +96,8 @@ type Taker interface {
 	// ExpiresAt), when the record is still IN_PROGRESS for in.Fingerprint
 	// under exactly held (its ID and Count), whatever its LeaseUntil, and
 	// returns it with acquired = true. Otherwise it writes nothing and
-	// returns the record as it is, with acquired = false. It is one round
-	// trip, as Acquire is.
+	// returns the record as it is, with acquired = false, or ErrNotFound
+	// when there is none. It is one round trip, as Acquire is.
 	TakeOver(ctx context.Context, in AcquireInput, held Lease) (e Entry, acquired bool, err error)
 }
 

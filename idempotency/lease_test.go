@@ -108,10 +108,15 @@ func TestLeaseUntilSettledHolds(t *testing.T) {
 type takerStore struct {
 	*idemtest.MemoryStore
 	takeOvers int
+	// gone: TakeOver finds no record.
+	gone bool
 }
 
 func (s *takerStore) TakeOver(ctx context.Context, in idempotency.AcquireInput, held idempotency.Lease) (idempotency.Entry, bool, error) {
 	s.takeOvers++
+	if s.gone {
+		return idempotency.Entry{}, false, idempotency.ErrNotFound
+	}
 	if err := s.Release(ctx, held); err != nil {
 		if !errors.Is(err, idempotency.ErrFenced) {
 			return idempotency.Entry{}, false, err
@@ -211,6 +216,17 @@ func TestTakeOver(t *testing.T) {
 			}
 			if err := w.store.Settle(t.Context(), w.held, idempotency.Outcome{Status: idempotency.EntryCompleted, ExpiresAt: w.clock.Now()}); !errors.Is(err, idempotency.ErrFenced) {
 				t.Errorf("the old holder's settle = %v, want ErrFenced", err)
+			}
+		}},
+		{"the record is gone when taken over", func(t *testing.T, w *takeOver) {
+			w.dead = func(int) (bool, error) { return true, nil }
+			w.store.gone = true
+			_, err := w.do(t, w.op())
+			// The record is still there, so the acquisition that follows
+			// finds it held: the rule is not asked again.
+			if !errors.Is(err, idempotency.ErrInProgress) || len(w.asked) != 1 || w.store.takeOvers != 1 || w.store.Calls(idemtest.OpAcquire) != 2 {
+				t.Errorf("Do = %v after %d asks, %d take-overs and %d acquisitions, want ErrInProgress after 1, 1 and 2",
+					err, len(w.asked), w.store.takeOvers, w.store.Calls(idemtest.OpAcquire))
 			}
 		}},
 		{"the rule fails", func(t *testing.T, w *takeOver) {
