@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/exactlyonce/transfers/idempotency"
@@ -281,4 +282,98 @@ func ExampleWrapWithHook() {
 	// Output:
 	// pay-order-7 false <nil>
 	// pay-order-7 true <nil>
+}
+
+// outcomes is an Observer that counts the calls by outcome.
+type outcomes struct {
+	mu sync.Mutex
+	n  map[idempotency.CallOutcome]int
+}
+
+func (o *outcomes) Observe(_ context.Context, ev idempotency.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n[ev.Outcome]++
+}
+
+// An Observer of one's own: here, one that counts the calls by outcome.
+func ExampleObserver() {
+	counts := &outcomes{n: map[idempotency.CallOutcome]int{}}
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: 10, Observer: counts})
+	op := idempotency.Operation[payment]{Name: "charge", Scope: "alice", KeyFunc: func(p payment) (string, error) { return p.Key, nil }}
+	charge := func(context.Context, payment) (paid, error) { return paid{ID: "pay-1"}, nil }
+	for _, p := range []payment{{"order-1", 1}, {"order-1", 1}, {"order-1", 2}, {"", 1}} {
+		_, _ = idempotency.Do(context.Background(), idem, op, p, charge)
+	}
+	fmt.Println(counts.n[idempotency.OutcomeCompleted], counts.n[idempotency.OutcomeCached],
+		counts.n[idempotency.OutcomeKeyReused], counts.n[idempotency.OutcomeInvalid])
+	// Output:
+	// 1 1 1 1
+}
+
+// An Event names the record by its key, the SHA-256 of scope and key,
+// never by either; its time and duration are by Config.Clock.
+func ExampleEvent() {
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	var ev idempotency.Event
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore(), Clock: clock.Now,
+		Observer: idempotency.ObserverFunc(func(_ context.Context, e idempotency.Event) { ev = e })})
+	op := idempotency.Operation[payment]{Name: "charge", Scope: "alice", Key: "order-1"}
+	_, _ = idempotency.Do(context.Background(), idem, op, payment{"order-1", 1}, func(context.Context, payment) (paid, error) {
+		clock.Advance(40 * time.Millisecond)
+		return paid{ID: "pay-1"}, nil
+	})
+	fmt.Println(ev.Operation, ev.Outcome, ev.StoreCalls, ev.Ran, ev.Duration, ev.Err)
+	fmt.Println(ev.RecordKey == idempotency.RecordKey("alice", "order-1"))
+	// Output:
+	// charge completed 2 true 40ms <nil>
+	// true
+}
+
+// A CallOutcome is a stable word, fit for a metric dimension.
+func ExampleCallOutcome() {
+	for _, o := range []idempotency.CallOutcome{idempotency.OutcomeCompleted, idempotency.OutcomeStoredFailure, idempotency.OutcomeInProgress} {
+		fmt.Println(o)
+	}
+	// Output:
+	// completed
+	// stored_failure
+	// in_progress
+}
+
+// A ReplayHook is given to WrapWithHook; it may also serve several
+// handlers of one output type.
+func ExampleReplayHook() {
+	var markReplay idempotency.ReplayHook[paid] = func(_ context.Context, out paid, r idempotency.Replay) paid {
+		out.ID += " (replayed)"
+		return out
+	}
+	idem, _ := idempotency.New(idempotency.Config{Store: idemtest.NewMemoryStore()})
+	handler := idempotency.WrapWithHook(idem, idempotency.Operation[payment]{Scope: "alice", Key: "order-1"},
+		func(context.Context, payment) (paid, error) { return paid{ID: "pay-1"}, nil }, markReplay)
+	for range 2 {
+		out, _ := handler(context.Background(), payment{"order-1", 1})
+		fmt.Println(out.ID)
+	}
+	// Output:
+	// pay-1
+	// pay-1 (replayed)
+}
+
+// Do finds a Taker with a type assertion on the store: neither
+// DynamoDBPersistence nor MemoryStore is one yet; takerStore, in this
+// package's tests, is.
+func ExampleTaker() {
+	for _, store := range []idempotency.Persistence{
+		idempotency.NewDynamoDBPersistence(nil, "table"),
+		idemtest.NewMemoryStore(),
+		&takerStore{MemoryStore: idemtest.NewMemoryStore()},
+	} {
+		_, ok := store.(idempotency.Taker)
+		fmt.Printf("%T: %v\n", store, ok)
+	}
+	// Output:
+	// *idempotency.DynamoDBPersistence: false
+	// *idemtest.MemoryStore: false
+	// *idempotency_test.takerStore: true
 }

@@ -40,3 +40,21 @@ func ExampleNew() {
 	// completed 1
 	// replayed 1
 }
+
+// WithMeterProvider gives the observer its meter provider; the
+// instruments are those named by MetricCalls, MetricStoreCalls and
+// MetricDuration.
+func ExampleWithMeterProvider() {
+	reader := sdkmetric.NewManualReader()
+	obs, _ := idemotel.New(idemotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	obs.Observe(context.Background(), idempotency.Event{Operation: "greet", Outcome: idempotency.OutcomeCompleted, StoreCalls: 2})
+	var rm metricdata.ResourceMetrics
+	_ = reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		fmt.Println(m.Name, m.Unit)
+	}
+	// Unordered output:
+	// idempotency.calls {call}
+	// idempotency.store.calls {call}
+	// idempotency.duration s
+}
