@@ -68,10 +68,11 @@ local: deps ## serve the whole stack on 127.0.0.1:3000 (PORT=N, SEED=0, DATA_DIR
 # Every test, including the end-to-end ones against the local stack; each
 # test binary that needs DynamoDB starts and stops its own DynamoDB Local.
 # Then the tests of the project's own nested modules, which ./... does not
-# enter: the public client (client/) and the idempotency library
+# enter: the public client (client/), the idempotency library
 # (idempotency/, whose tests start their own DynamoDB Local through its
-# idemtest package), and its Redis store (idempotency/redisstore/, whose
-# tests start their own redis-server: make redis installs it).
+# idemtest package), its Redis store (idempotency/redisstore/, whose
+# tests start their own redis-server: make redis installs it) and its
+# OpenTelemetry observer (idempotency/otel/).
 # Every call of the local stacks is checked against the IAM policies of
 # template.cfn.json; afterwards cmd/iamreport lists the grants no call
 # used. internal/shipped runs the arm64 bootstraps under qemu-aarch64
@@ -84,6 +85,7 @@ test: deps qemu redis ## every test, each test binary with its own DynamoDB Loca
 	cd client && $(GO) test -race -count=1 ./...
 	cd idempotency && $(GO) test -race -count=1 ./...
 	cd idempotency/redisstore && $(GO) test -race -count=1 ./...
+	cd idempotency/otel && $(GO) test -race -count=1 ./...
 
 # qemu-aarch64 (Debian's qemu-user) runs the arm64 bootstraps in
 # internal/shipped; without root or apt-get it says why, and that test
@@ -193,8 +195,9 @@ bench-idempotency: deps $(POWERTOOLS_VENV)/.requirements ## Powertools' idempote
 	$(GO) run ./cmd/benchidem -python $(POWERTOOLS_VENV)/bin/python -go $(GO) $(BENCH_IDEMPOTENCY_FLAGS)
 
 # gofmt checks every .go file of the repository, the nested modules'
-# (client/, idempotency/, idempotency/redisstore/) included; go vet and
-# staticcheck run in each module, as ./... does not enter the nested ones.
+# (client/, idempotency/, idempotency/redisstore/, idempotency/otel/)
+# included; go vet and staticcheck run in each module, as ./... does not
+# enter the nested ones.
 lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofmt, go vet, staticcheck, cfn-lint with the serverless rules, checkov
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -203,6 +206,7 @@ lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofm
 	cd client && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
 	cd idempotency && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
 	cd idempotency/redisstore && $(GO) vet ./... && "$$(cd ../.. && $(GO) tool -n staticcheck)" ./...
+	cd idempotency/otel && $(GO) vet ./... && "$$(cd ../.. && $(GO) tool -n staticcheck)" ./...
 
 # cfn-lint with the serverless rules, and checkov. Suppressions are in the
 # template's Metadata, each with its reason. Then the template as

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -257,5 +258,155 @@ func TestWrapOnReplay(t *testing.T) {
 	}
 	if len(replays) != 1 || !replays[0].FromCache || replays[0].Failed {
 		t.Errorf("replays = %+v, want one from the cache", replays)
+	}
+}
+
+// WrapWithHook changes every replayed output, from the store or the
+// cache, and nothing else: not the first run's, not the stored one, not
+// the cache's, not a stored failure.
+func TestWrapWithHook(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	cfg := idempotency.Config{Store: store, Clock: clock.Now, Retention: time.Hour}
+	var replays []idempotency.Replay
+	hook := func(_ context.Context, out receipt, r idempotency.Replay) receipt {
+		replays = append(replays, r)
+		out.Run = -out.Run
+		return out
+	}
+	fn := func(_ context.Context, o order) (receipt, error) {
+		if o.Amount < 0 {
+			return receipt{}, idempotency.Permanent(errRefused)
+		}
+		return receipt{Run: 1, Amount: o.Amount}, nil
+	}
+	cfg.CacheSize = 4
+	cached := idempotency.WrapWithHook(newIdem(t, cfg), op("alice"), fn, hook)
+	cfg.CacheSize = 0
+	uncached := idempotency.WrapWithHook(newIdem(t, cfg), op("alice"), fn, hook)
+	for n, c := range []struct {
+		handler   func(context.Context, order) (receipt, error)
+		wantRun   int64
+		fromCache bool
+	}{
+		{cached, 1, false}, // runs: no hook
+		{cached, -1, true},
+		{cached, -1, true}, // the cache's value is unchanged by the hook
+		{uncached, -1, false},
+	} {
+		out, err := c.handler(t.Context(), order{"k1", 5})
+		if err != nil || out != (receipt{c.wantRun, 5}) {
+			t.Errorf("call %d = %+v, %v, want run %d", n, out, err, c.wantRun)
+		}
+	}
+	want := idempotency.Replay{ExpiresAt: clock.Now().Add(time.Hour)}
+	if len(replays) != 3 || replays[0] != (idempotency.Replay{FromCache: true, ExpiresAt: want.ExpiresAt}) || replays[2] != want {
+		t.Errorf("hook saw %+v, want two replays from the cache and one from the store, expiring at %v", replays, want.ExpiresAt)
+	}
+	if e, _ := store.Peek("alice", "k1"); string(e.Output) != `{"run":1,"amount":5}` {
+		t.Errorf("stored output %s, want the function's", e.Output)
+	}
+	replays = nil
+	for range 2 {
+		if _, err := cached(t.Context(), order{"k2", -1}); err == nil {
+			t.Error("a stored failure succeeded")
+		}
+	}
+	if len(replays) != 0 {
+		t.Errorf("the hook saw a stored failure: %+v", replays)
+	}
+}
+
+// OnReplay is told when the replayed outcome expires.
+func TestOnReplayExpiresAt(t *testing.T) {
+	clock := idemtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	i := newIdem(t, idempotency.Config{Store: idemtest.NewMemoryStore(), Clock: clock.Now, Retention: time.Hour})
+	var got idempotency.Replay
+	o := op("alice")
+	o.OnReplay = func(_ context.Context, r idempotency.Replay) { got = r }
+	_, _ = idempotency.Do(t.Context(), i, o, order{"k1", 1}, echo)
+	clock.Advance(time.Minute)
+	_, _ = idempotency.Do(t.Context(), i, o, order{"k1", 1}, echo)
+	if want := clock.Now().Add(59 * time.Minute); !got.ExpiresAt.Equal(want) || got.FromCache || got.Failed {
+		t.Errorf("replay %+v, want from the store, expiring at %v", got, want)
+	}
+}
+
+// A cached output is handed out as a copy that shares nothing with the
+// cache, whatever its type; and a record read with two output types
+// decodes into each.
+func TestDoCacheOutputTypes(t *testing.T) {
+	type flat struct {
+		N  int       `json:"n"`
+		S  string    `json:"s"`
+		At time.Time `json:"at"`
+		A  [2]int    `json:"a"`
+	}
+	type deep struct {
+		L []int          `json:"l"`
+		M map[string]int `json:"m"`
+		P *int           `json:"p"`
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+	i := newIdem(t, idempotency.Config{Store: idemtest.NewMemoryStore(), CacheSize: 8})
+	t.Run("flat", func(t *testing.T) {
+		o := idempotency.Operation[int]{Scope: "alice", Key: "flat"}
+		fn := func(context.Context, int) (flat, error) { return flat{1, "one", at, [2]int{1, 2}}, nil }
+		_, _ = idempotency.Do(t.Context(), i, o, 1, fn)
+		for range 3 {
+			res, err := idempotency.Do(t.Context(), i, o, 1, fn)
+			if err != nil || !res.FromCache || res.Output.N != 1 || res.Output.S != "one" || !res.Output.At.Equal(at) || res.Output.A != [2]int{1, 2} {
+				t.Fatalf("Do = %+v, %v", res, err)
+			}
+			res.Output.N, res.Output.A[0] = 99, 99
+		}
+	})
+	t.Run("deep", func(t *testing.T) {
+		o := idempotency.Operation[int]{Scope: "alice", Key: "deep"}
+		one := 1
+		fn := func(context.Context, int) (deep, error) { return deep{[]int{1}, map[string]int{"a": 1}, &one}, nil }
+		_, _ = idempotency.Do(t.Context(), i, o, 1, fn)
+		for range 3 {
+			res, err := idempotency.Do(t.Context(), i, o, 1, fn)
+			if err != nil || !res.FromCache || res.Output.L[0] != 1 || res.Output.M["a"] != 1 || *res.Output.P != 1 {
+				t.Fatalf("Do = %+v, %v", res, err)
+			}
+			res.Output.L[0], res.Output.M["a"], *res.Output.P = 99, 99, 99
+		}
+	})
+	t.Run("two types", func(t *testing.T) {
+		o := idempotency.Operation[int]{Scope: "alice", Key: "two"}
+		_, _ = idempotency.Do(t.Context(), i, o, 1, func(context.Context, int) (int, error) { return 5, nil })
+		for range 2 {
+			n, err := idempotency.Do(t.Context(), i, o, 1, func(context.Context, int) (int, error) { return 0, nil })
+			f, ferr := idempotency.Do(t.Context(), i, o, 1, func(context.Context, int) (float64, error) { return 0, nil })
+			if err != nil || ferr != nil || n.Output != 5 || f.Output != 5 || !n.FromCache || !f.FromCache {
+				t.Fatalf("Do = %+v, %v and %+v, %v, want 5 from the cache as an int and a float64", n, err, f, ferr)
+			}
+		}
+	})
+}
+
+// The fingerprint of an input is Fingerprint of its json.Marshal, HTML
+// escapes and all.
+func TestDoFingerprintIsMarshal(t *testing.T) {
+	store := idemtest.NewMemoryStore()
+	i := newIdem(t, idempotency.Config{Store: store})
+	for n, in := range []any{
+		map[string]any{"b": "<a&b>", "a": []any{1.5, "é\u2028"}, "c": nil},
+		"plain",
+		struct {
+			X string `json:"x,omitempty"`
+			Y []byte `json:"y"`
+		}{Y: []byte{0, 255}},
+	} {
+		o := idempotency.Operation[any]{Scope: "alice", Key: "k" + string(rune('0'+n))}
+		if _, err := idempotency.Do(t.Context(), i, o, in, func(context.Context, any) (int, error) { return 0, nil }); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(in)
+		if e, _ := store.Peek("alice", o.Key); e.Fingerprint != idempotency.Fingerprint(b) {
+			t.Errorf("input %d: fingerprint %s, want Fingerprint(%s)", n, e.Fingerprint, b)
+		}
 	}
 }

@@ -78,6 +78,8 @@ type harness struct {
 	during func(ctx context.Context, o order, run int64)
 	// fail, when set, is the function's error.
 	fail error
+	// rec observes every Idempotency of h.idem.
+	rec recorder
 }
 
 const retention = time.Hour
@@ -86,7 +88,7 @@ const retention = time.Hour
 // clock, a lease of one minute, and cfg's other settings.
 func (h *harness) idem(cfg idempotency.Config) *idempotency.Idempotency {
 	h.t.Helper()
-	cfg.Store, cfg.Clock, cfg.Retention = h.b.store, h.clock.Now, retention
+	cfg.Store, cfg.Clock, cfg.Retention, cfg.Observer = h.b.store, h.clock.Now, retention, &h.rec
 	if cfg.Lease == 0 {
 		cfg.Lease = time.Minute
 	}
@@ -112,12 +114,26 @@ func op(scope string) idempotency.Operation[order] {
 	return idempotency.Operation[order]{Scope: scope, KeyFunc: func(o order) (string, error) { return o.Key, nil }}
 }
 
-// do runs one call and reports its result and the store calls it cost.
+// do runs one call and reports its result and the store calls it cost,
+// those of the calls made inside its function included. The call's
+// event, its last, must report the calls it made itself and its error.
 func (h *harness) do(ctx context.Context, i *idempotency.Idempotency, scope string, o order) (idempotency.Result[receipt], int, error) {
 	h.t.Helper()
-	before := h.b.calls()
+	before, n := h.b.calls(), h.rec.len()
 	res, err := idempotency.Do(ctx, i, op(scope), o, h.fn)
-	return res, h.b.calls() - before, err
+	calls := h.b.calls() - before
+	evs := h.rec.since(n)
+	if len(evs) == 0 {
+		h.t.Fatal("the call was not observed")
+	}
+	own := calls
+	for _, ev := range evs[:len(evs)-1] {
+		own -= ev.StoreCalls
+	}
+	if ev := evs[len(evs)-1]; ev.StoreCalls != own || ev.Err != err {
+		h.t.Errorf("event: %d store calls, error %v; the call made %d and returned %v", ev.StoreCalls, ev.Err, own, err)
+	}
+	return res, calls, err
 }
 
 func (h *harness) wantCalls(got, want int) {
