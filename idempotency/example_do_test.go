@@ -360,9 +360,8 @@ func ExampleReplayHook() {
 	// pay-1 (replayed)
 }
 
-// Do finds a Taker with a type assertion on the store: neither
-// DynamoDBPersistence nor MemoryStore is one yet; takerStore, in this
-// package's tests, is.
+// Do finds a Taker with a type assertion on the store: the module's
+// stores are Takers, and so is a store of one's own that has TakeOver.
 func ExampleTaker() {
 	for _, store := range []idempotency.Persistence{
 		idempotency.NewDynamoDBPersistence(nil, "table"),
@@ -373,7 +372,7 @@ func ExampleTaker() {
 		fmt.Printf("%T: %v\n", store, ok)
 	}
 	// Output:
-	// *idempotency.DynamoDBPersistence: false
-	// *idemtest.MemoryStore: false
+	// *idempotency.DynamoDBPersistence: true
+	// *idemtest.MemoryStore: true
 	// *idempotency_test.takerStore: true
 }

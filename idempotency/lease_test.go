@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -296,7 +297,8 @@ func TestTakeOver(t *testing.T) {
 // before any store call, and the rule is never asked.
 func TestTakeOverUnsupported(t *testing.T) {
 	store := idemtest.NewMemoryStore()
-	i := newIdem(t, idempotency.Config{Store: store})
+	// The interface alone: a store that cannot take over.
+	i := newIdem(t, idempotency.Config{Store: struct{ idempotency.Persistence }{store}})
 	o := op("alice")
 	o.TakeOver = func(context.Context, order, idempotency.Lease) (bool, error) { t.Error("asked"); return true, nil }
 	if _, err := idempotency.Do(t.Context(), i, o, order{"k1", 1}, echo); !errors.Is(err, idempotency.ErrTakeOverUnsupported) {
@@ -304,5 +306,48 @@ func TestTakeOverUnsupported(t *testing.T) {
 	}
 	if store.TotalCalls() != 0 {
 		t.Errorf("%d store calls, want none", store.TotalCalls())
+	}
+}
+
+// TestTakerStores: the module's stores take a record over from a live
+// lease when the rule says its holder is dead, in one call, and the
+// holder's settle is then fenced; when the rule says it lives, the call
+// is refused as in progress.
+func TestTakerStores(t *testing.T) {
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			store := open(t)
+			clock := idemtest.NewClock(idemtest.Now())
+			i := newIdem(t, idempotency.Config{Store: store, Clock: clock.Now})
+			dead := false
+			o := op("alice")
+			o.Lease = idempotency.LeaseUntilSettled()
+			o.TakeOver = func(context.Context, order, idempotency.Lease) (bool, error) { return dead, nil }
+			var holder idempotency.Lease
+			inner := func(ctx context.Context, in order) (receipt, error) {
+				e, err := store.Get(ctx, "alice", "k1")
+				if err != nil {
+					return receipt{}, err
+				}
+				holder = e.Lease()
+				// While this call holds the key, another finds it.
+				if _, err := idempotency.Do(ctx, i, o, in, echo); !errors.Is(err, idempotency.ErrInProgress) {
+					t.Errorf("while the holder lives: %v, want ErrInProgress", err)
+				}
+				dead = true
+				res, err := idempotency.Do(ctx, i, o, in, func(context.Context, order) (receipt, error) { return receipt{Run: 2}, nil })
+				if err != nil || res.Output.Run != 2 {
+					t.Errorf("the take-over = %+v, %v", res, err)
+				}
+				return receipt{Run: 1}, nil
+			}
+			if _, err := idempotency.Do(t.Context(), i, o, order{"k1", 1}, inner); !errors.Is(err, idempotency.ErrFenced) {
+				t.Errorf("the holder's settle after the take-over = %v, want ErrFenced", err)
+			}
+			e, err := store.Get(t.Context(), "alice", "k1")
+			if err != nil || e.Status != idempotency.EntryCompleted || e.LeaseCount != holder.Count+1 || !strings.Contains(string(e.Output), `"run":2`) {
+				t.Errorf("record %+v, %v; want the taker's output under lease %d", e, err, holder.Count+1)
+			}
+		})
 	}
 }

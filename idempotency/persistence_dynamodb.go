@@ -277,6 +277,7 @@ type DynamoDBPersistence struct {
 var (
 	_ Persistence              = (*DynamoDBPersistence)(nil)
 	_ TransactionalPersistence = (*DynamoDBPersistence)(nil)
+	_ Taker                    = (*DynamoDBPersistence)(nil)
 )
 
 // NewDynamoDBPersistence returns the Persistence over table with opts.
@@ -392,7 +393,6 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 	if err := ValidateKey(in.Key); err != nil {
 		return Entry{}, false, err
 	}
-	rk := RecordKey(in.Scope, in.Key)
 	a := p.attrs
 	status, fp, format := name(a.Status), name(a.Validation), expression.Name(AttrFormat)
 	until, expires := name(a.InProgressExpiry), name(a.Expiry)
@@ -402,6 +402,31 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 			status.Equal(expression.Value(EntryInProgress)).And(fp.Equal(expression.Value(in.Fingerprint)), until.LessThanEqual(expression.Value(in.Now.UnixMilli()))),
 			status.In(expression.Value(EntryCompleted), expression.Value(EntryFailed)).And(expires.LessThanEqual(expression.Value(in.Now.Unix()))),
 		)))
+	return p.take(ctx, "acquire", in, free)
+}
+
+// TakeOver takes the record from the lease held, whatever its expiry,
+// when the record is still IN_PROGRESS for in.Fingerprint under exactly
+// that lease: one conditional UpdateItem, as Acquire's (Taker).
+func (p *DynamoDBPersistence) TakeOver(ctx context.Context, in AcquireInput, held Lease) (Entry, bool, error) {
+	if p.err != nil {
+		return Entry{}, false, p.err
+	}
+	if err := ValidateKey(in.Key); err != nil {
+		return Entry{}, false, err
+	}
+	cond := expression.And(p.FenceCondition(held), name(p.attrs.Validation).Equal(expression.Value(in.Fingerprint)))
+	return p.take(ctx, "take over", in, cond)
+}
+
+// take gives the record of (in.Scope, in.Key) a fresh lease under cond,
+// in one UpdateItem: the record as written with acquired = true, or, when
+// cond fails, as it was (ALL_OLD) with acquired = false.
+func (p *DynamoDBPersistence) take(ctx context.Context, op string, in AcquireInput, cond expression.ConditionBuilder) (Entry, bool, error) {
+	rk := RecordKey(in.Scope, in.Key)
+	a := p.attrs
+	status, fp, format := name(a.Status), name(a.Validation), expression.Name(AttrFormat)
+	until, expires := name(a.InProgressExpiry), name(a.Expiry)
 	count := expression.Name(AttrLeaseCount)
 	leaseID := NewLeaseID()
 	update := expression.Set(format, expression.Value(EntryFormat)).
@@ -413,9 +438,9 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 		Set(expires, expression.Value(in.ExpiresAt.Unix())).
 		Remove(name(a.Data)).
 		Remove(expression.Name(AttrFailure))
-	expr, err := expression.NewBuilder().WithCondition(free).WithUpdate(update).Build()
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("acquire %s: %w", rk, err)
+		return Entry{}, false, fmt.Errorf("%s %s: %w", op, rk, err)
 	}
 	out, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(p.table),
@@ -436,23 +461,23 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 	case errors.As(err, &ccf):
 		item = ccf.Item
 	default:
-		return Entry{}, false, fmt.Errorf("acquire %s: %w", rk, err)
+		return Entry{}, false, fmt.Errorf("%s %s: %w", op, rk, err)
 	}
 	if len(item) == 0 {
 		if acquired {
-			return Entry{}, false, fmt.Errorf("acquire %s: the service returned no attributes", rk)
+			return Entry{}, false, fmt.Errorf("%s %s: the service returned no attributes", op, rk)
 		}
-		// The condition failed on a record the service did not return:
-		// read it rather than guess.
+		// The condition failed on a record the service did not return
+		// (or, for a take-over, on none): read it rather than guess.
 		e, gerr := p.Get(ctx, in.Scope, in.Key)
 		if gerr != nil {
-			return Entry{}, false, fmt.Errorf("acquire %s: read existing: %w", rk, gerr)
+			return Entry{}, false, fmt.Errorf("%s %s: read existing: %w", op, rk, gerr)
 		}
 		return e, false, nil
 	}
 	e, err := p.decode(item)
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("acquire %s: %w", rk, err)
+		return Entry{}, false, fmt.Errorf("%s %s: %w", op, rk, err)
 	}
 	// The record carries this call's own lease: an earlier attempt of
 	// the same UpdateItem committed and its answer was lost, and the

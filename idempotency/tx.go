@@ -301,6 +301,22 @@ func (s *txStore) Acquire(ctx context.Context, in AcquireInput) (Entry, bool, er
 	return e, acquired, err
 }
 
+// TakeOver passes a take-over to the store, when it is a Taker, and
+// keeps the lease it gives as Acquire does.
+func (s *txStore) TakeOver(ctx context.Context, in AcquireInput, held Lease) (Entry, bool, error) {
+	t, ok := s.TransactionalPersistence.(Taker)
+	if !ok {
+		return Entry{}, false, ErrTakeOverUnsupported
+	}
+	e, acquired, err := t.TakeOver(ctx, in, held)
+	if err == nil && acquired {
+		s.tx.mu.Lock()
+		s.tx.lease, s.tx.leased = e.Lease(), true
+		s.tx.mu.Unlock()
+	}
+	return e, acquired, err
+}
+
 func (s *txStore) Settle(ctx context.Context, lease Lease, o Outcome) error {
 	items, err := s.tx.seal()
 	if o.Status != EntryCompleted {

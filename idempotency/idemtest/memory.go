@@ -19,6 +19,8 @@ const (
 	OpSettle  Op = "Settle"
 	OpRelease Op = "Release"
 	OpGet     Op = "Get"
+	// OpTakeOver is idempotency.Taker's TakeOver.
+	OpTakeOver Op = "TakeOver"
 )
 
 // MemoryStore is an idempotency.Persistence in memory, for tests of code
@@ -35,7 +37,10 @@ type MemoryStore struct {
 	after   map[Op][]error
 }
 
-var _ idempotency.Persistence = (*MemoryStore)(nil)
+var (
+	_ idempotency.Persistence = (*MemoryStore)(nil)
+	_ idempotency.Taker       = (*MemoryStore)(nil)
+)
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
@@ -115,9 +120,30 @@ func (m *MemoryStore) begin(op Op) (before, after error) {
 
 // Acquire implements idempotency.Persistence.
 func (m *MemoryStore) Acquire(ctx context.Context, in idempotency.AcquireInput) (idempotency.Entry, bool, error) {
+	return m.take(ctx, OpAcquire, in, func(old idempotency.Entry, exists bool) (bool, error) {
+		return !exists || old.Free(in.Fingerprint, in.Now), nil
+	})
+}
+
+// TakeOver implements idempotency.Taker: the record is taken when it is
+// still IN_PROGRESS for in.Fingerprint under exactly held, whatever its
+// lease's expiry; ErrNotFound when there is none.
+func (m *MemoryStore) TakeOver(ctx context.Context, in idempotency.AcquireInput, held idempotency.Lease) (idempotency.Entry, bool, error) {
+	return m.take(ctx, OpTakeOver, in, func(old idempotency.Entry, exists bool) (bool, error) {
+		if !exists {
+			return false, idempotency.ErrNotFound
+		}
+		return old.Status == idempotency.EntryInProgress && old.Fingerprint == in.Fingerprint &&
+			old.LeaseID == held.ID && old.LeaseCount == held.Count, nil
+	})
+}
+
+// take gives the record of (in.Scope, in.Key) a fresh lease when may
+// says so, as one call of op.
+func (m *MemoryStore) take(ctx context.Context, op Op, in idempotency.AcquireInput, may func(old idempotency.Entry, exists bool) (bool, error)) (idempotency.Entry, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	before, after := m.begin(OpAcquire)
+	before, after := m.begin(op)
 	if before != nil {
 		return idempotency.Entry{}, false, before
 	}
@@ -129,7 +155,11 @@ func (m *MemoryStore) Acquire(ctx context.Context, in idempotency.AcquireInput) 
 	}
 	rk := idempotency.RecordKey(in.Scope, in.Key)
 	old, exists := m.entries[rk]
-	if exists && !old.Free(in.Fingerprint, in.Now) {
+	ok, err := may(old, exists)
+	if err != nil {
+		return idempotency.Entry{}, false, err
+	}
+	if !ok {
 		if after != nil {
 			return idempotency.Entry{}, false, after
 		}
