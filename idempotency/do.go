@@ -147,6 +147,10 @@ type Operation[In any] struct {
 	// Scope keeps the records of different callers or operations apart:
 	// the same key in two scopes is two records. Observers never see it.
 	Scope string
+	// ScopeFunc, when set, gives the scope of each call instead of Scope:
+	// the caller the call is made for, say (LambdaTenant). An error
+	// refuses the call before any store call.
+	ScopeFunc func(ctx context.Context, in In) (string, error)
 	// Key is the idempotency key, or KeyFunc derives it from the input;
 	// exactly one of them is set. It must pass ValidateKey.
 	Key     string
@@ -279,6 +283,16 @@ func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in 
 	key, err := op.key(in)
 	if err != nil {
 		return zero, err
+	}
+	if op.ScopeFunc != nil {
+		scope, err := op.ScopeFunc(ctx, in)
+		if err != nil {
+			return zero, fmt.Errorf("idempotency: scope: %w", err)
+		}
+		// A copy: op may be shared by concurrent calls (Wrap).
+		o := *op
+		o.Scope = scope
+		op = &o
 	}
 	if err := op.Lease.check(); err != nil {
 		return zero, err
