@@ -130,6 +130,7 @@ func (h *Handler) Charge(ctx context.Context, m events.SQSMessage) error {
 	var failed *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
+		slog.InfoContext(ctx, "order paid", "orderId", o.OrderID, "paymentId", paymentID, "messageId", m.MessageId)
 		return nil
 	case errors.As(err, &failed) && len(failed.Item) == 0:
 		return fmt.Errorf("charge %s: %w", msg.OrderID, ErrUnknownOrder)
