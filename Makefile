@@ -45,7 +45,7 @@ PORT ?= 3000
 # The orders example's API port under make local.
 ORDERS_PORT ?= 3001
 
-.PHONY: help all deps local test fuzz fuzz-ci bench bench-idempotency chaos load integration lint lint-template lint-spec api cfn qemu redis build \
+.PHONY: help all deps local moto test fuzz fuzz-ci bench bench-idempotency chaos load integration lint lint-template lint-spec api cfn qemu redis build \
 	build-check sam-validate deploy docs-parameters docs-licences docs-costs clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
@@ -78,6 +78,8 @@ local: deps $(MOTO_VENV)/bin/moto_server ## serve the whole stack on 127.0.0.1:3
 	  trap 'kill $$orders 2>/dev/null; wait $$orders' EXIT INT TERM; \
 	  echo "bin/local -port $(PORT) -seed=$(if $(filter 0,$(SEED)),false,true) $(if $(DATA_DIR),-data $(DATA_DIR),) $(LOCAL_FLAGS)"; \
 	  bin/local -port $(PORT) -seed=$(if $(filter 0,$(SEED)),false,true) $(if $(DATA_DIR),-data $(DATA_DIR),) $(LOCAL_FLAGS)
+
+moto: $(MOTO_VENV)/bin/moto_server ## install moto's SQS server (.tools/moto) for the orders example's local server
 
 $(MOTO_VENV)/bin/moto_server:
 	@$(PYTHON_CHECK)
