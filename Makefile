@@ -93,12 +93,14 @@ $(MOTO_VENV)/bin/moto_server:
 # (idempotency/, whose tests start their own DynamoDB Local through its
 # idemtest package), its Redis store (idempotency/redisstore/, whose
 # tests start their own redis-server: make redis installs it), and the
-# orders example (examples/orders/, on DynamoDB Local through idemtest).
+# orders example (examples/orders/, on DynamoDB Local through idemtest;
+# its local server's test also on moto's SQS server: make moto installs
+# it).
 # Every call of the local stacks is checked against the IAM policies of
 # template.cfn.json; afterwards cmd/iamreport lists the grants no call
 # used. internal/shipped runs the arm64 bootstraps under qemu-aarch64
 # (make qemu installs it).
-test: deps qemu redis ## every test, each test binary with its own DynamoDB Local; then the IAM grants no test used
+test: deps qemu redis moto ## every test, each test binary with its own DynamoDB Local; then the IAM grants no test used
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  echo "IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./..." && \
 	  IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./... && \

@@ -74,15 +74,28 @@ func run() error {
 	flag.Parse()
 	log.SetPrefix("orders-local: ")
 	log.SetFlags(log.Ltime)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, f, func(r ready) { log.Printf("serving POST http://%s/orders", r.addr) })
+}
 
+// ready is what serve tells once it serves.
+type ready struct {
+	addr     string // the API's host:port
+	queueURL string
+	dlqURL   string
+}
+
+// serve runs the example until ctx ends: it starts what the environment
+// does not name (DynamoDB Local, moto's server), creates the tables and
+// queues, serves the API and delivers the queue to the worker. It calls
+// up once it serves.
+func serve(ctx context.Context, f flags, up func(ready)) error {
 	for k, v := range map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_EC2_METADATA_DISABLED": "true"} {
 		if os.Getenv(k) == "" {
 			os.Setenv(k, v)
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
 	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" {
 		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		ddb, err := idemtest.Start(startCtx)
@@ -114,7 +127,7 @@ func run() error {
 	if err := createTables(ctx, db, f.tmpl); err != nil {
 		return err
 	}
-	queueURL, queueARN, err := createQueues(ctx, sq, f)
+	queueURL, queueARN, dlqURL, err := createQueues(ctx, sq, f)
 	if err != nil {
 		return err
 	}
@@ -147,7 +160,7 @@ func run() error {
 		defer close(polled)
 		poll(ctx, sq, queueURL, queueARN, cfg.Region, workerHandler)
 	}()
-	log.Printf("serving POST http://%s/orders", ln.Addr())
+	up(ready{addr: ln.Addr().String(), queueURL: queueURL, dlqURL: dlqURL})
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -263,29 +276,29 @@ func createTables(ctx context.Context, db *dynamodb.Client, path string) error {
 }
 
 // createQueues creates the orders queue and its dead-letter queue, and
-// returns the queue's URL and ARN.
-func createQueues(ctx context.Context, sq *sqs.Client, f flags) (string, string, error) {
+// returns the queue's URL and ARN, and the dead-letter queue's URL.
+func createQueues(ctx context.Context, sq *sqs.Client, f flags) (url, arn, dlqURL string, err error) {
 	dlq, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders-dlq")})
 	if err != nil {
-		return "", "", fmt.Errorf("create the dead-letter queue: %w", err)
+		return "", "", "", fmt.Errorf("create the dead-letter queue: %w", err)
 	}
 	dlqARN, err := queueARN(ctx, sq, aws.ToString(dlq.QueueUrl))
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders"), Attributes: map[string]string{
 		"VisibilityTimeout": strconv.Itoa(int(f.visibility.Seconds())),
 		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, dlqARN, f.maxReceive),
 	}})
 	if err != nil {
-		return "", "", fmt.Errorf("create the queue: %w", err)
+		return "", "", "", fmt.Errorf("create the queue: %w", err)
 	}
-	arn, err := queueARN(ctx, sq, aws.ToString(q.QueueUrl))
+	arn, err = queueARN(ctx, sq, aws.ToString(q.QueueUrl))
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	log.Printf("queue %s (dead letters to %s after %d receives)", aws.ToString(q.QueueUrl), dlqARN, f.maxReceive)
-	return aws.ToString(q.QueueUrl), arn, nil
+	return aws.ToString(q.QueueUrl), arn, aws.ToString(dlq.QueueUrl), nil
 }
 
 func queueARN(ctx context.Context, sq *sqs.Client, url string) (string, error) {
