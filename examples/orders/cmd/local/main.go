@@ -43,6 +43,7 @@ import (
 	"github.com/exactlyonce/transfers/examples/orders/internal/template"
 	"github.com/exactlyonce/transfers/examples/orders/worker"
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/idempotency/apigateway"
 	"github.com/exactlyonce/transfers/idempotency/idemtest"
 )
 
@@ -360,7 +361,11 @@ func gateway(h func(context.Context, events.APIGatewayV2HTTPRequest) (events.API
 			}
 		}
 		w.Write(out)
-		log.Printf("api: POST /orders key=%q -> %d %s", headers["idempotency-key"], resp.StatusCode, resp.Headers["Idempotent-Replayed"])
+		replayed := ""
+		if resp.Headers[apigateway.ReplayedHeader] == "true" {
+			replayed = " (replayed)"
+		}
+		log.Printf("api: POST /orders key=%q -> %d%s", headers["idempotency-key"], resp.StatusCode, replayed)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,6 +70,8 @@ func TestServe(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the server did not come up in 2 minutes")
 	}
+
+	t.Run("README", func(t *testing.T) { readmeSession(t, r.addr) })
 
 	post := func(key, body string) (*http.Response, string) {
 		t.Helper()
@@ -148,5 +151,61 @@ func eventually(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("%s: not after 30s", what)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// readmeSession runs the README's curl session against the server at
+// addr and checks each answer as shown: the status line, every header
+// but Date, and the body.
+func readmeSession(t *testing.T, addr string) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "```console\n")
+	if start < 0 {
+		t.Fatal("README.md has no console session")
+	}
+	text = text[start+len("```console\n"):]
+	text = text[:strings.Index(text, "\n```")]
+	header := regexp.MustCompile(`-H '([^']*)'`)
+	data := regexp.MustCompile(`-d '([^']*)'`)
+	steps := strings.Split(text, "\n$ ")
+	steps[0] = strings.TrimPrefix(steps[0], "$ ")
+	for _, step := range steps {
+		command, shown, _ := strings.Cut(step, "\n")
+		if !strings.HasPrefix(command, "curl -si http://127.0.0.1:3001/orders ") {
+			t.Fatalf("README.md: %q is no curl of the orders API", command)
+		}
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/orders", strings.NewReader(data.FindStringSubmatch(command)[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded") // what curl -d sends
+		for _, h := range header.FindAllStringSubmatch(command, -1) {
+			k, v, _ := strings.Cut(h[1], ": ")
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		head, wantBody, _ := strings.Cut(strings.TrimSpace(shown), "\n\n")
+		lines := strings.Split(head, "\n")
+		if got := "HTTP/1.1 " + resp.Status; got != lines[0] {
+			t.Errorf("%s: %s, README shows %s", command, got, lines[0])
+		}
+		for _, l := range lines[1:] {
+			k, v, _ := strings.Cut(l, ": ")
+			if k != "Date" && resp.Header.Get(k) != v {
+				t.Errorf("%s: %s: %q, README shows %q", command, k, resp.Header.Get(k), v)
+			}
+		}
+		if string(body) != wantBody {
+			t.Errorf("%s: body\n%s\nREADME shows\n%s", command, body, wantBody)
+		}
 	}
 }
