@@ -48,6 +48,7 @@ func motoServer(t *testing.T) string {
 // retry is replayed; a message the worker fails is delivered again and,
 // after maxReceiveCount receives, moved to the dead-letter queue.
 func TestServe(t *testing.T) {
+	db := idemtest.Client(t) // skips, under IDEMTEST_SKIP_UNAVAILABLE, without DynamoDB Local
 	moto := motoServer(t)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", "")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -101,7 +102,6 @@ func TestServe(t *testing.T) {
 		t.Errorf("without a key: %d, want 400", resp.StatusCode)
 	}
 
-	db := idemtest.Client(t)
 	id := api.OrderID(api.AnonymousScope, "local-1")
 	eventually(t, "the order PAID", func() bool {
 		out, err := db.GetItem(t.Context(), &dynamodb.GetItemInput{
