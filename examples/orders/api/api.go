@@ -104,9 +104,13 @@ func (h *Handler) Create(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if err != nil { // New validated it; kept for a Create called alone
 		return invalid(err), nil
 	}
+	key := header(req, apigateway.DefaultHeader)
+	if key == "" { // the wrapper refuses it, unless idempotency is disabled
+		return problem(http.StatusBadRequest, apigateway.CodeKeyMissing, "the "+apigateway.DefaultHeader+" header is required"), nil
+	}
 	scope, _ := Scope(req)
 	o := orders.Order{
-		OrderID:     OrderID(scope, header(req, apigateway.DefaultHeader)),
+		OrderID:     OrderID(scope, key),
 		Status:      orders.StatusPending,
 		Customer:    r.Customer,
 		SKU:         r.SKU,
