@@ -1,6 +1,7 @@
 # Set-up on a fresh machine (Go, Java 17+, Node.js 20+ with npm; Python
-# 3.11 to 3.14 with venv for lint, sam-validate, deploy and
-# bench-idempotency): see docs/getting-started.md.
+# 3.11 to 3.14 with venv for lint, sam-validate, deploy,
+# bench-idempotency, and moto's server that local and test install for
+# the orders example): see docs/getting-started.md.
 #   make local   # serve the whole stack on http://127.0.0.1:3000 (and
 #                # the orders example on http://127.0.0.1:3001/orders)
 #   make test    # every test, with its own DynamoDB Local
