@@ -1,7 +1,9 @@
 # Set-up on a fresh machine (Go, Java 17+, Node.js 20+ with npm; Python
-# 3.11 to 3.14 with venv for lint, sam-validate, deploy and
-# bench-idempotency): see docs/getting-started.md.
-#   make local   # serve the whole stack on http://127.0.0.1:3000
+# 3.11 to 3.14 with venv for lint, sam-validate, deploy,
+# bench-idempotency, and moto's server that local and test install for
+# the orders example): see docs/getting-started.md.
+#   make local   # serve the whole stack on http://127.0.0.1:3000 (and
+#                # the orders example on http://127.0.0.1:3001/orders)
 #   make test    # every test, with its own DynamoDB Local
 #   make help    # every target
 # A target's "## " comment is its line in `make help`.
@@ -35,10 +37,16 @@ PYTHON_MAX := 3.14
 PYTHON_CHECK = $(PYTHON) -c 'import sys; lo, hi = (tuple(map(int, v.split("."))) for v in sys.argv[1:]); \
   v = sys.version_info[:2]; sys.exit(0 if lo <= v <= hi else "$(PYTHON) is Python %d.%d; the pinned linters and SAM CLI need %s to %s" % (v + tuple(sys.argv[1:])))' \
   $(PYTHON_MIN) $(PYTHON_MAX)
+# moto's server, the SQS endpoint of the orders example's local server
+# (examples/orders/cmd/local), in its own venv.
+MOTO_VENV := .tools/moto
+MOTO_VERSION := 5.2.5
 ENV ?= dev
 PORT ?= 3000
+# The orders example's API port under make local.
+ORDERS_PORT ?= 3001
 
-.PHONY: help all deps local test fuzz fuzz-ci bench bench-idempotency chaos load integration lint lint-template lint-spec api cfn qemu redis build \
+.PHONY: help all deps local moto test fuzz fuzz-ci bench bench-idempotency chaos load integration lint lint-template lint-spec api cfn qemu redis build \
 	build-check sam-validate deploy docs-parameters docs-licences docs-costs clean $(foreach f,$(FUNCTIONS),build-$(lastword $(subst :, ,$(f))))
 
 .DEFAULT_GOAL := help
@@ -61,9 +69,23 @@ $(NPM_MARK): tools/package.json tools/package-lock.json
 # unless SEED=0. The local runtime runs the functions' handlers in its own
 # process, so only bin/local is built. Ctrl-C stops every child.
 # LOCAL_FLAGS passes flags to bin/local, e.g. LOCAL_FLAGS='-param RetentionHours=1'.
-local: deps ## serve the whole stack on 127.0.0.1:3000 (PORT=N, SEED=0, DATA_DIR=dir, LOCAL_FLAGS)
+# Beside it, in the background, bin/orders-local serves the orders example
+# (examples/orders) on 127.0.0.1:$(ORDERS_PORT), with its own DynamoDB
+# Local and moto's SQS server; it stops with bin/local.
+local: deps $(MOTO_VENV)/bin/moto_server ## serve the whole stack on 127.0.0.1:3000 and the orders example on :3001 (PORT=N, ORDERS_PORT=N, SEED=0, DATA_DIR=dir, LOCAL_FLAGS)
 	$(GO) build -o bin/local ./cmd/local
-	bin/local -port $(PORT) -seed=$(if $(filter 0,$(SEED)),false,true) $(if $(DATA_DIR),-data $(DATA_DIR),) $(LOCAL_FLAGS)
+	cd examples/orders && $(GO) build -o ../../bin/orders-local ./cmd/local
+	@bin/orders-local -port $(ORDERS_PORT) -moto $(MOTO_VENV)/bin/moto_server & orders=$$!; \
+	  trap 'kill $$orders 2>/dev/null; wait $$orders' EXIT INT TERM; \
+	  echo "bin/local -port $(PORT) -seed=$(if $(filter 0,$(SEED)),false,true) $(if $(DATA_DIR),-data $(DATA_DIR),) $(LOCAL_FLAGS)"; \
+	  bin/local -port $(PORT) -seed=$(if $(filter 0,$(SEED)),false,true) $(if $(DATA_DIR),-data $(DATA_DIR),) $(LOCAL_FLAGS)
+
+moto: $(MOTO_VENV)/bin/moto_server ## install moto's SQS server (.tools/moto) for the orders example's local server
+
+$(MOTO_VENV)/bin/moto_server:
+	@$(PYTHON_CHECK)
+	$(PYTHON) -m venv $(MOTO_VENV)
+	$(MOTO_VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==$(MOTO_VERSION)'
 
 # Every test, including the end-to-end ones against the local stack; each
 # test binary that needs DynamoDB starts and stops its own DynamoDB Local.
@@ -71,13 +93,15 @@ local: deps ## serve the whole stack on 127.0.0.1:3000 (PORT=N, SEED=0, DATA_DIR
 # enter: the public client (client/), the idempotency library
 # (idempotency/, whose tests start their own DynamoDB Local through its
 # idemtest package), its Redis store (idempotency/redisstore/, whose
-# tests start their own redis-server: make redis installs it) and its
-# OpenTelemetry observer (idempotency/otel/).
+# tests start their own redis-server: make redis installs it), its
+# OpenTelemetry observer (idempotency/otel/), and the orders example
+# (examples/orders/, on DynamoDB Local through idemtest; its local
+# server's test also on moto's SQS server: make moto installs it).
 # Every call of the local stacks is checked against the IAM policies of
 # template.cfn.json; afterwards cmd/iamreport lists the grants no call
 # used. internal/shipped runs the arm64 bootstraps under qemu-aarch64
 # (make qemu installs it).
-test: deps qemu redis ## every test, each test binary with its own DynamoDB Local; then the IAM grants no test used
+test: deps qemu redis moto ## every test, each test binary with its own DynamoDB Local; then the IAM grants no test used
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  echo "IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./..." && \
 	  IAM_USAGE_DIR=$$dir $(GO) test -race -count=1 -tags integration ./... && \
@@ -86,6 +110,7 @@ test: deps qemu redis ## every test, each test binary with its own DynamoDB Loca
 	cd idempotency && $(GO) test -race -count=1 ./...
 	cd idempotency/redisstore && $(GO) test -race -count=1 ./...
 	cd idempotency/otel && $(GO) test -race -count=1 ./...
+	cd examples/orders && $(GO) test -race -count=1 ./...
 
 # qemu-aarch64 (Debian's qemu-user) runs the arm64 bootstraps in
 # internal/shipped; without root or apt-get it says why, and that test
@@ -195,9 +220,9 @@ bench-idempotency: deps $(POWERTOOLS_VENV)/.requirements ## Powertools' idempote
 	$(GO) run ./cmd/benchidem -python $(POWERTOOLS_VENV)/bin/python -go $(GO) $(BENCH_IDEMPOTENCY_FLAGS)
 
 # gofmt checks every .go file of the repository, the nested modules'
-# (client/, idempotency/, idempotency/redisstore/, idempotency/otel/)
-# included; go vet and staticcheck run in each module, as ./... does not
-# enter the nested ones.
+# (client/, idempotency/, idempotency/redisstore/, idempotency/otel/,
+# examples/orders/) included; go vet and staticcheck run in each module,
+# as ./... does not enter the nested ones.
 lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofmt, go vet, staticcheck, cfn-lint with the serverless rules, checkov
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -207,13 +232,15 @@ lint: lint-spec lint-template ## the API contract (openapi-spec-validator), gofm
 	cd idempotency && $(GO) vet ./... && "$$(cd .. && $(GO) tool -n staticcheck)" ./...
 	cd idempotency/redisstore && $(GO) vet ./... && "$$(cd ../.. && $(GO) tool -n staticcheck)" ./...
 	cd idempotency/otel && $(GO) vet ./... && "$$(cd ../.. && $(GO) tool -n staticcheck)" ./...
+	cd examples/orders && $(GO) vet ./... && "$$(cd ../.. && $(GO) tool -n staticcheck)" ./...
 
 # cfn-lint with the serverless rules, and checkov. Suppressions are in the
 # template's Metadata, each with its reason. Then the template as
 # CloudFormation sees it: the SAM transform of the pinned aws-sam-cli run
 # again must give template.cfn.json as committed, which cmd/cfncheck
 # (dependency cycles, references to what does not exist, nulls) and
-# cfn-lint check. W2001 ("parameter not used") is left out there: the
+# cfn-lint check. Last, cfn-lint with the serverless rules on the orders
+# example's template. W2001 ("parameter not used") is left out there: the
 # transform resolves DeploymentType into the deployment groups, as
 # CloudFormation's own SAM transform does with the deployed value.
 lint-template: $(LINT_VENV)/bin/checkov $(SAM_VENV)/bin/sam ## cfn-lint with the serverless rules and checkov on template.yaml; the SAM-transformed template checked
@@ -225,6 +252,7 @@ lint-template: $(LINT_VENV)/bin/checkov $(SAM_VENV)/bin/sam ## cfn-lint with the
 	    echo "template.cfn.json is not the SAM transform of template.yaml: run make cfn"; exit 1; fi
 	$(GO) run ./cmd/cfncheck template.cfn.json
 	$(SAM_VENV)/bin/cfn-lint --ignore-checks W2001 -- template.cfn.json
+	$(LINT_VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- examples/orders/template.yaml
 
 # template.cfn.json: template.yaml after the SAM transform of the pinned
 # aws-sam-cli (tools/sam/transform.py), as CloudFormation orders the stack.
@@ -279,11 +307,13 @@ build-PreTrafficHookFunction:
 
 # SAM's own validation and build of the template (no AWS account needed),
 # then the proof that sam build's bootstraps are make build's: the same
-# build settings (go version -m) and the same size.
+# build settings (go version -m) and the same size. Then sam validate
+# --lint of the orders example's template.
 sam-validate: $(SAM_VENV)/bin/sam build ## sam validate --lint, sam build, and build-check
 	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam validate --lint --region us-east-1
 	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam build --region us-east-1 --build-dir .aws-sam/build
 	@$(MAKE) --no-print-directory build-check
+	cd examples/orders && SAM_CLI_TELEMETRY=0 ../../$(SAM_VENV)/bin/sam validate --lint --region us-east-1
 
 build-check: ## check that .aws-sam/build's bootstraps are bin/'s (run sam build and make build first)
 	$(GO) run ./cmd/samebuild $(foreach f,$(FUNCTIONS),bin/$(firstword $(subst :, ,$(f)))/bootstrap=.aws-sam/build/$(lastword $(subst :, ,$(f)))/bootstrap)
