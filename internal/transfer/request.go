@@ -43,6 +43,9 @@ type Request struct {
 
 // Canonical is the request's canonical JSON.
 func (r Request) Canonical() []byte {
+	if b, ok := r.appendJSON(make([]byte, 0, 160)); ok {
+		return b
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		// A struct of strings and an integer always marshals.
