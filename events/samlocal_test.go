@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/exactlyonce/transfers/internal/app"
+	"github.com/exactlyonce/transfers/internal/app/all"
 	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/stack"
@@ -295,7 +296,7 @@ func invoke(t *testing.T, function string, env map[string]string, event []byte) 
 		t.Fatal(err)
 	}
 	code := path.Base(strings.TrimSuffix(stackFunctions(t)[function].CodeUri, "/"))
-	build, ok := app.Functions[code]
+	build, ok := all.Functions[code]
 	if !ok {
 		t.Fatalf("%s: no constructor for %s", function, code)
 	}

@@ -1,7 +1,10 @@
 // Command pretraffic is the CodeDeploy PreTraffic hook Lambda function;
-// see internal/app.PreTraffic.
+// see internal/app/hook.PreTraffic.
 package main
 
-import "github.com/exactlyonce/transfers/internal/app"
+import (
+	"github.com/exactlyonce/transfers/internal/app"
+	"github.com/exactlyonce/transfers/internal/app/hook"
+)
 
-func main() { app.Main(app.PreTraffic) }
+func main() { app.Main(hook.PreTraffic) }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/cursor"
+	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
 // Records is the part of the idempotency store the API uses.
@@ -172,8 +173,16 @@ func basePath(req events.APIGatewayProxyRequest) string {
 }
 
 func jsonResponse(status int, v any, headers map[string]string) events.APIGatewayProxyResponse {
-	b, _ := json.Marshal(v) // resources are plain structs and always marshal
-	hs := map[string]string{"Content-Type": "application/json"}
+	var b []byte
+	if t, ok := v.(transfer.Transfer); ok {
+		// The answer of every POST: as json.Marshal writes it, without
+		// reflection.
+		b = t.JSON()
+	} else {
+		b, _ = json.Marshal(v) // resources are plain structs and always marshal
+	}
+	hs := make(map[string]string, 1+len(headers))
+	hs["Content-Type"] = "application/json"
 	for k, v := range headers {
 		hs[k] = v
 	}

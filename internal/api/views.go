@@ -18,11 +18,34 @@ func stamp(t time.Time) string { return t.UTC().Format(TimeLayout) }
 // restamp renders an RFC 3339 timestamp of any precision in TimeLayout;
 // an empty or unreadable one is returned as it is.
 func restamp(s string) string {
+	if inTimeLayout(s) {
+		// What parsing and formatting it again would give: the same
+		// string, or, for a date that does not exist, s as it is.
+		return s
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return s
 	}
 	return stamp(t)
+}
+
+// inTimeLayout reports whether s has the shape of TimeLayout: digits
+// where it has digits, its separators elsewhere.
+func inTimeLayout(s string) bool {
+	if len(s) != len(TimeLayout) {
+		return false
+	}
+	for i := range len(s) {
+		if l := TimeLayout[i]; '0' <= l && l <= '9' {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		} else if s[i] != l {
+			return false
+		}
+	}
+	return true
 }
 
 // present is the transfer as the API answers it: its timestamps in

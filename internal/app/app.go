@@ -58,17 +58,6 @@ func (a AWS) SFN() *sfn.Client {
 // name: the Stack dimension of the functions' metrics.
 const StackNameVar = "STACK_NAME"
 
-// Functions maps each function's code folder (the last element of its
-// CodeUri in template.yaml) to its constructor.
-var Functions = map[string]Constructor{
-	"orchestrator": Orchestrator,
-	"debit":        Debit,
-	"credit":       Credit,
-	"refund":       Refund,
-	"reaper":       Reaper,
-	"pretraffic":   PreTraffic,
-}
-
 // Main is a function's main: it builds the handler from the process
 // environment and serves it. A configuration error ends the process with
 // the error logged, so the failed init shows in the function's logs.

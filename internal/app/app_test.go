@@ -52,9 +52,10 @@ func TestConstructorsCheckTheirEnvironment(t *testing.T) {
 		{"reaper", "reaper", full, ""},
 		{"reaper without state machine", "reaper", with("STATE_MACHINE_ARN", ""), "STATE_MACHINE_ARN"},
 	}
+	constructors := map[string]Constructor{"orchestrator": Orchestrator, "debit": Debit, "credit": Credit, "refund": Refund, "reaper": Reaper}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			build, ok := Functions[tt.fn]
+			build, ok := constructors[tt.fn]
 			if !ok {
 				t.Fatalf("no constructor for %s", tt.fn)
 			}

@@ -54,6 +54,15 @@ func configurationLabel(on bool) string {
 	return "ownership off (trusted service-to-service)"
 }
 
+// Duplicate targets: ours answers a duplicate with the one call the raw
+// figure makes, so its requests/s are held to DuplicateShareOfCeiling of
+// the raw call's, and to DuplicateOverBaseline times the baseline's where
+// the ceiling (raw / baseline) allows it.
+const (
+	DuplicateShareOfCeiling = 0.93
+	DuplicateOverBaseline   = 1.5
+)
+
 // Targets checks the request-path, CPU, end-to-end and cold-start
 // targets on r. A figure that r lacks (a stage not run) gives no target.
 func (r *Result) Targets() []Target {
@@ -97,10 +106,21 @@ func (r *Result) Targets() []Target {
 				if ceiling > 0 {
 					ofCeiling = ratio(ours, base) / ceiling
 				}
+				// Ours against the baseline is held to 1.5× where one call
+				// at the database's own rate reaches more than that with
+				// room; where the ceiling itself is lower, no
+				// implementation reaches 1.5×, and the target is the
+				// share of the ceiling instead, and says so.
+				over, overNote := DuplicateOverBaseline, fmt.Sprintf("1 call against %s; ceiling (raw / baseline) %.2f×", baseline, ceiling)
+				if limit := DuplicateShareOfCeiling * ceiling; limit < over {
+					over = limit
+					overNote += fmt.Sprintf(", below %.1f× / %.0f %%: held to %.0f %% of the ceiling instead", DuplicateOverBaseline, 100*DuplicateShareOfCeiling, 100*DuplicateShareOfCeiling)
+				}
 				out = append(out,
-					Target{Name: "ours / baseline, duplicate requests/s, share of the ceiling (raw / baseline)", At: at, Measured: ofCeiling, Threshold: 0.90, Unit: "%",
+					Target{Name: "ours / baseline, duplicate requests/s", At: at, Measured: ratio(ours, base), Threshold: over, Unit: "×", Note: overNote},
+					Target{Name: "ours / baseline, duplicate requests/s, share of the ceiling (raw / baseline)", At: at, Measured: ofCeiling, Threshold: DuplicateShareOfCeiling, Unit: "%",
 						Note: fmt.Sprintf("ours / baseline %.2f×, ceiling %.2f×: 1 call against %s; no implementation beats one call at the database's own rate", ratio(ours, base), ceiling, baseline)},
-					Target{Name: "ours duplicate / raw failing PutItem, requests/s", At: at, Measured: ratio(ours, raw), Threshold: 0.90, Unit: "%",
+					Target{Name: "ours duplicate / raw failing PutItem, requests/s", At: at, Measured: ratio(ours, raw), Threshold: DuplicateShareOfCeiling, Unit: "%",
 						Note: "limit 100 %: the same single call"})
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/exactlyonce/transfers/internal/app"
+	"github.com/exactlyonce/transfers/internal/app/all"
 	"github.com/exactlyonce/transfers/internal/pretraffic"
 	"github.com/exactlyonce/transfers/internal/worker"
 )
@@ -467,9 +468,9 @@ func TestConfigFromEnv(t *testing.T) {
 // TestAppConstructor: the function's constructor refuses an environment
 // without one of its variables, and builds a handler from a full one.
 func TestAppConstructor(t *testing.T) {
-	build := app.Functions["pretraffic"]
+	build := all.Functions["pretraffic"]
 	if build == nil {
-		t.Fatal("internal/app.Functions has no pretraffic constructor")
+		t.Fatal("internal/app/all.Functions has no pretraffic constructor")
 	}
 	clients := app.AWS{Config: aws.Config{Region: "us-east-1"}}
 	h, err := build(context.Background(), func(k string) string { return fullEnv()[k] }, clients, slog.New(slog.DiscardHandler))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -234,4 +235,23 @@ func refusal(t *testing.T, body string) *ValidationError {
 		t.Fatalf("err = %v, want a *ValidationError", err)
 	}
 	return verr
+}
+
+// TestShapesMatchTheirPatterns checks the hand-written shape checks
+// against the regular expressions they stand for.
+func TestShapesMatchTheirPatterns(t *testing.T) {
+	account := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
+	number := regexp.MustCompile(`^[1-9][0-9]*$`)
+	inputs := []string{"", "a", "0", "9", "_", "-a", "a-", "a_b.c:d-e", "A9", "a b", "a\n", "\na", "é", "aé", "a/b", "01", "10", "1e3", "1.0", "-1", "+1", " 1", "1 ", "12345678901234567890", "a\x00"}
+	for c := range 256 {
+		inputs = append(inputs, string(rune(c)), "a"+string([]byte{byte(c)}), "1"+string([]byte{byte(c)}), string([]byte{byte(c)}))
+	}
+	for _, in := range inputs {
+		if got, want := accountIDShape(in), account.MatchString(in); got != want {
+			t.Errorf("accountIDShape(%q) = %t, the pattern says %t", in, got, want)
+		}
+		if got, want := wholeNumberShape(in), number.MatchString(in); got != want {
+			t.Errorf("wholeNumberShape(%q) = %t, the pattern says %t", in, got, want)
+		}
+	}
 }

@@ -106,15 +106,20 @@ var ErrCorruptRecord = errors.New("stored transfer record is unreadable")
 // request.
 func FromRecord(rec idempotency.Record) (Transfer, error) {
 	if rec.Status.Terminal() && rec.Response != "" {
+		if t, ok := decodeTransfer(rec.Response); ok {
+			return t, nil
+		}
 		var t Transfer
 		if err := json.Unmarshal([]byte(rec.Response), &t); err != nil {
 			return Transfer{}, fmt.Errorf("%w: %s response: %v", ErrCorruptRecord, rec.ResourceID, err)
 		}
 		return t, nil
 	}
-	var req Request
-	if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {
-		return Transfer{}, fmt.Errorf("%w: %s request: %v", ErrCorruptRecord, rec.ResourceID, err)
+	req, ok := decodeRequest(rec.Request)
+	if !ok {
+		if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {
+			return Transfer{}, fmt.Errorf("%w: %s request: %v", ErrCorruptRecord, rec.ResourceID, err)
+		}
 	}
 	status := StatusPending
 	switch rec.Status {

@@ -49,7 +49,7 @@ const (
 	MaxSizeArm64 = 12 << 20
 	// MaxReadyRatio bounds a function's median Ready by this multiple of
 	// hello's median Ready in the same run.
-	MaxReadyRatio = 2
+	MaxReadyRatio = 1.5
 )
 
 // HelloPackage is the main package of the reference function.
@@ -351,8 +351,8 @@ func Check(hello Result, fns []Result) error {
 		}
 	}
 	for _, r := range fns {
-		if r.Ready > MaxReadyRatio*hello.Ready {
-			errs = append(errs, fmt.Errorf("%s: ready in %v (median), over %d× hello world's %v",
+		if float64(r.Ready) > MaxReadyRatio*float64(hello.Ready) {
+			errs = append(errs, fmt.Errorf("%s: ready in %v (median), over %g× hello world's %v",
 				r.Name, r.Ready, MaxReadyRatio, hello.Ready))
 		}
 	}

@@ -293,9 +293,9 @@ func TestCheck(t *testing.T) {
 		fns  []Result
 		want []string // substrings of the error; none for no error
 	}{
-		{"within", []Result{{Name: "a", SizeArm64: MaxSizeArm64, Ready: 4 * time.Millisecond}}, nil},
+		{"within", []Result{{Name: "a", SizeArm64: MaxSizeArm64, Ready: 3 * time.Millisecond}}, nil},
 		{"too big", []Result{{Name: "a", SizeArm64: MaxSizeArm64 + 1, Ready: time.Millisecond}}, []string{"a: arm64 bootstrap is 12582913 bytes"}},
-		{"too slow", []Result{{Name: "b", SizeArm64: 1, Ready: 4*time.Millisecond + 1}}, []string{"b: ready in 4.000001ms"}},
+		{"too slow", []Result{{Name: "b", SizeArm64: 1, Ready: 3*time.Millisecond + 1}}, []string{"b: ready in 3.000001ms", "over 1.5×"}},
 		{"both", []Result{{Name: "a", SizeArm64: 13 << 20, Ready: time.Millisecond}, {Name: "b", Ready: time.Second}}, []string{"a: arm64", "b: ready"}},
 	}
 	for _, tt := range tests {

@@ -34,6 +34,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/exactlyonce/transfers/internal/app"
+	"github.com/exactlyonce/transfers/internal/app/all"
 	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/local/apigw"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
@@ -497,13 +498,13 @@ func (st *Stack) startFunctions(ctx context.Context, fns []cfn.Function, tplPath
 	return nil
 }
 
-// handlerOf is the Go handler of a function: internal/app.Functions by
+// handlerOf is the Go handler of a function: internal/app/all.Functions by
 // the last element of its CodeUri.
 func handlerOf(f cfn.Function, tplPath string) (app.Constructor, error) {
 	code := path.Base(strings.TrimSuffix(filepath.ToSlash(f.CodeUri), "/"))
-	build, ok := app.Functions[code]
+	build, ok := all.Functions[code]
 	if !ok {
-		return nil, fmt.Errorf("%s: function %s: no Go handler for CodeUri %s (known: internal/app.Functions)",
+		return nil, fmt.Errorf("%s: function %s: no Go handler for CodeUri %s (known: internal/app/all.Functions)",
 			tplPath, f.LogicalID, f.CodeUri)
 	}
 	return build, nil

@@ -1,4 +1,9 @@
-package app
+// Package hook wires the CodeDeploy PreTraffic hook function. It is apart
+// from package app so that the product's functions do not link the
+// Lambda and CodeDeploy clients only the hook uses: their package
+// initialisation (the Lambda client's schemas, both clients' endpoint
+// rules) ran at every cold start of every function.
+package hook
 
 import (
 	"context"
@@ -8,11 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/codedeploy"
 	lambdasvc "github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"github.com/exactlyonce/transfers/internal/app"
 	"github.com/exactlyonce/transfers/internal/pretraffic"
 )
 
-// Lambda is a Lambda client.
-func (a AWS) Lambda() *lambdasvc.Client {
+// lambdaClient is a Lambda client.
+func lambdaClient(a app.AWS) *lambdasvc.Client {
 	return lambdasvc.NewFromConfig(a.Config, func(o *lambdasvc.Options) {
 		if a.Tracer != nil {
 			o.TracerProvider = a.Tracer
@@ -20,8 +26,8 @@ func (a AWS) Lambda() *lambdasvc.Client {
 	})
 }
 
-// CodeDeploy is a CodeDeploy client.
-func (a AWS) CodeDeploy() *codedeploy.Client {
+// codeDeployClient is a CodeDeploy client.
+func codeDeployClient(a app.AWS) *codedeploy.Client {
 	return codedeploy.NewFromConfig(a.Config, func(o *codedeploy.Options) {
 		if a.Tracer != nil {
 			o.TracerProvider = a.Tracer
@@ -35,12 +41,12 @@ func (a AWS) CodeDeploy() *codedeploy.Client {
 // DEBIT_VERSION_ARN, CREDIT_VERSION_ARN, REFUND_VERSION_ARN,
 // REAPER_VERSION_ARN (the new versions' qualified ARNs) and
 // STATE_MACHINE_ARN, all required.
-func PreTraffic(_ context.Context, env Env, clients AWS, log *slog.Logger) (any, error) {
+func PreTraffic(_ context.Context, env app.Env, clients app.AWS, log *slog.Logger) (any, error) {
 	cfg, err := pretraffic.ConfigFromEnv(env)
 	if err != nil {
 		return nil, fmt.Errorf("pretraffic: %w", err)
 	}
-	h, err := pretraffic.New(cfg, clients.Lambda(), clients.CodeDeploy(), log)
+	h, err := pretraffic.New(cfg, lambdaClient(clients), codeDeployClient(clients), log)
 	if err != nil {
 		return nil, err
 	}
