@@ -30,14 +30,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,6 +43,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/idempotency/internal/testproc"
 )
 
 // Environment variables.
@@ -102,7 +100,7 @@ func run(m *testing.M) int {
 		if os.Getenv(EnvSkipUnavailable) != "" {
 			unavailable = err
 			fmt.Fprintf(os.Stderr, "idemtest: DynamoDB Local is not available, so the tests that need it skip (%s is set): %v\n", EnvSkipUnavailable, err)
-			skipExamples()
+			testproc.SkipExamples("idemtest: ")
 			return m.Run()
 		}
 		fmt.Fprintf(os.Stderr, "idemtest: cannot start DynamoDB Local: %v\n"+
@@ -114,40 +112,13 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "idemtest: %v\n", err)
 		}
 	}()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		sig := <-sigs
-		_ = srv.Stop()
-		code := 1
-		if s, ok := sig.(syscall.Signal); ok {
-			code = 128 + int(s)
-		}
-		os.Exit(code)
-	}()
+	defer testproc.StopOnSignal(func() { _ = srv.Stop() })()
 	if err := os.Setenv(EnvEndpoint, srv.Endpoint()); err != nil {
 		fmt.Fprintf(os.Stderr, "idemtest: %v\n", err)
 		return 1
 	}
 	defer os.Unsetenv(EnvEndpoint)
 	return m.Run()
-}
-
-// skipExamples skips the Examples (-test.skip=^Example), unless the
-// command line already skips something: an Example cannot skip itself,
-// and one that needs DynamoDB would fail.
-func skipExamples() {
-	if !flag.Parsed() {
-		flag.Parse()
-	}
-	f := flag.Lookup("test.skip")
-	if f == nil || f.Value.String() != "" {
-		return
-	}
-	if err := f.Value.Set("^Example"); err == nil {
-		fmt.Fprintln(os.Stderr, "idemtest: the Examples skip too (-test.skip=^Example)")
-	}
 }
 
 func setDefault(key, value string) {

@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/exactlyonce/transfers/idempotency/internal/testproc"
 )
 
 // Errors of Locate and Start.
@@ -44,7 +43,6 @@ const (
 	stopGrace    = 5 * time.Second
 	pollInterval = 100 * time.Millisecond
 	portAttempts = 3
-	tailSize     = 8 << 10
 )
 
 // jvmArgs favour a fast start on a small machine: the serial collector and
@@ -127,26 +125,18 @@ func holdsJar(dir string) bool {
 
 // Server is a DynamoDB Local that Start runs, in memory.
 type Server struct {
-	pid      int
-	port     int
+	proc     *testproc.Proc
 	endpoint string
-	out      *tail
-
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // set before done is closed
-
-	stopOnce sync.Once
-	stopErr  error
 }
 
 // Endpoint is the server's URL, http://127.0.0.1:PORT.
 func (s *Server) Endpoint() string { return s.endpoint }
 
 // PID is the server's process id.
-func (s *Server) PID() int { return s.pid }
+func (s *Server) PID() int { return s.proc.PID() }
 
 // Output is the last few kilobytes the server printed.
-func (s *Server) Output() string { return s.out.String() }
+func (s *Server) Output() string { return s.proc.Output() }
 
 // Start runs DynamoDB Local in memory on a free loopback port (Locate
 // finds it, java on PATH runs it) and waits until it answers. ctx bounds
@@ -166,162 +156,53 @@ func Start(ctx context.Context) (*Server, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	for i := 1; ; i++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, fmt.Errorf("start DynamoDB Local: pick a port: %w", err)
-		}
-		s, err := start(ctx, java, dir, port)
-		if err == nil {
-			return s, nil
-		}
-		// Another process may have taken the port in the meantime.
-		if !errors.Is(err, ErrExited) || !portTaken(s) || i == portAttempts {
-			return nil, err
-		}
+	proc, err := testproc.Start(ctx, testproc.Spec{
+		Name: "DynamoDB Local",
+		Command: func(port int) *exec.Cmd {
+			args := append(slices.Clone(jvmArgs),
+				"-Djava.library.path="+filepath.Join(dir, libName),
+				"-jar", filepath.Join(dir, jarName),
+				"-sharedDb", "-inMemory", "-disableTelemetry",
+				"-port", strconv.Itoa(port),
+			)
+			cmd := exec.Command(java, args...)
+			cmd.Dir = dir
+			return cmd
+		},
+		Ready:     ready,
+		Addr:      endpoint,
+		PortTaken: portTaken,
+		Attempts:  portAttempts,
+		Poll:      pollInterval,
+		Grace:     stopGrace,
+		Exited:    ErrExited,
+		NotReady:  ErrNotReady,
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &Server{proc: proc, endpoint: endpoint(proc.Port())}, nil
 }
 
-// portTaken reports whether the server that exited said its port was in
-// use.
-func portTaken(s *Server) bool {
-	if s == nil {
-		return false
-	}
-	out := s.Output()
+// endpoint is the URL of a server on port.
+func endpoint(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
+
+// ready reports whether process pid answers ListTables on port: another
+// server may hold the port, and this one fail to bind.
+func ready(ctx context.Context, port, pid int) bool {
+	client := NewClient(endpoint(port), func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	_, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
+	return err == nil && testproc.OwnsPort(pid, port)
+}
+
+// portTaken reports whether the output of a server that exited says its
+// port was in use.
+func portTaken(out string) bool {
 	return strings.Contains(out, "Address already in use") || strings.Contains(out, "Failed to bind")
-}
-
-// start runs the jar on port. On an exit during the start it returns the
-// server with the error, for its output.
-func start(ctx context.Context, java, dir string, port int) (*Server, error) {
-	args := append(slices.Clone(jvmArgs),
-		"-Djava.library.path="+filepath.Join(dir, libName),
-		"-jar", filepath.Join(dir, jarName),
-		"-sharedDb", "-inMemory", "-disableTelemetry",
-		"-port", strconv.Itoa(port),
-	)
-	s := &Server{
-		port:     port,
-		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
-		out:      &tail{},
-		done:     make(chan struct{}),
-	}
-	cmd := exec.Command(java, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = s.out, s.out
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = stopGrace
-	// The parent-death signal is tied to the thread that started the
-	// child: that thread starts it and waits for it, locked, so it lives
-	// as long as the child does.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(s.done)
-			return
-		}
-		started <- nil
-		s.waitErr = cmd.Wait()
-		close(s.done)
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("start DynamoDB Local (%s): %w", java, err)
-	}
-	s.pid = cmd.Process.Pid
-	if err := s.waitReady(ctx); err != nil {
-		_ = s.Stop()
-		return s, err
-	}
-	return s, nil
-}
-
-// waitReady polls ListTables until this process answers on its port.
-func (s *Server) waitReady(ctx context.Context) error {
-	client := NewClient(s.endpoint, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.done:
-			return fmt.Errorf("%w while starting on port %d (%v); its output:\n%s", ErrExited, s.port, s.waitErr, s.Output())
-		default:
-		}
-		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := client.ListTables(callCtx, &dynamodb.ListTablesInput{})
-		cancel()
-		// Another server may hold the port, and this one fail to bind:
-		// ready means answered by this process.
-		if err == nil && ownsPort(s.pid, s.port) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w at %s: %w; its output:\n%s", ErrNotReady, s.endpoint, ctx.Err(), s.Output())
-		case <-s.done:
-		case <-tick.C:
-		}
-	}
 }
 
 // Stop ends the server: SIGTERM to its process group, SIGKILL after a
 // grace period, and waits for it to exit. It may be called more than once
 // and concurrently; it reports an error only when the server had already
 // exited by itself.
-func (s *Server) Stop() error {
-	s.stopOnce.Do(func() {
-		select {
-		case <-s.done:
-			s.stopErr = fmt.Errorf("%w (%v); its output:\n%s", ErrExited, s.waitErr, s.Output())
-			return
-		default:
-		}
-		signalGroup(s.pid, false)
-		select {
-		case <-s.done:
-		case <-time.After(stopGrace):
-			signalGroup(s.pid, true)
-			<-s.done
-		}
-		// Anything left in its group goes too.
-		signalGroup(s.pid, true)
-	})
-	return s.stopErr
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, err
-	}
-	return port, nil
-}
-
-// tail keeps the last bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailSize {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailSize:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
+func (s *Server) Stop() error { return s.proc.Stop() }

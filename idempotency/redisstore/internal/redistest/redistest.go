@@ -23,23 +23,21 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
-	"runtime"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/exactlyonce/transfers/idempotency/idemtest"
+	"github.com/exactlyonce/transfers/idempotency/internal/testproc"
 )
 
 // Environment variables.
@@ -68,19 +66,13 @@ const (
 	stopGrace    = 5 * time.Second
 	pollInterval = 20 * time.Millisecond
 	portAttempts = 3
-	tailSize     = 8 << 10
 )
 
 // Server is a redis-server that Start runs.
 type Server struct {
-	pid  int
-	port int
+	proc *testproc.Proc
 	addr string
 	dir  string
-	out  *tail
-
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // set before done is closed
 
 	stopOnce sync.Once
 	stopErr  error
@@ -90,10 +82,10 @@ type Server struct {
 func (s *Server) Addr() string { return s.addr }
 
 // PID is the server's process id.
-func (s *Server) PID() int { return s.pid }
+func (s *Server) PID() int { return s.proc.PID() }
 
 // Output is the last few kilobytes the server printed.
-func (s *Server) Output() string { return s.out.String() }
+func (s *Server) Output() string { return s.proc.Output() }
 
 // Binary is the server Start runs: EnvServer, else redis-server, looked
 // up on PATH. It fails with ErrNotInstalled when there is none.
@@ -120,102 +112,52 @@ func Start(ctx context.Context) (*Server, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	for i := 1; ; i++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, fmt.Errorf("start %s: pick a port: %w", bin, err)
-		}
-		s, err := start(ctx, bin, port)
-		if err == nil {
-			return s, nil
-		}
-		// Another process may have taken the port in the meantime.
-		if s == nil || !errors.Is(err, ErrExited) || !strings.Contains(s.Output(), "Address already in use") || i == portAttempts {
-			return nil, err
-		}
-	}
-}
-
-// start runs bin on port. On a failure after the process started it
-// returns the server with the error, for its output.
-func start(ctx context.Context, bin string, port int) (*Server, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &Server{
-		port: port,
-		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		dir:  dir,
-		out:  &tail{},
-		done: make(chan struct{}),
-	}
-	cmd := exec.Command(bin,
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--logfile", "")
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = s.out, s.out
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = stopGrace
-	// The parent-death signal is tied to the thread that started the
-	// child: that thread starts it and waits for it, locked, so it lives
-	// as long as the child does.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(s.done)
-			return
-		}
-		started <- nil
-		s.waitErr = cmd.Wait()
-		close(s.done)
-	}()
-	if err := <-started; err != nil {
+	proc, err := testproc.Start(ctx, testproc.Spec{
+		Name: filepath.Base(bin),
+		Command: func(port int) *exec.Cmd {
+			cmd := exec.Command(bin,
+				"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+				"--save", "", "--appendonly", "no",
+				"--dir", dir, "--daemonize", "no", "--logfile", "")
+			cmd.Dir = dir
+			return cmd
+		},
+		Ready: ready,
+		Addr:  addr,
+		PortTaken: func(out string) bool {
+			return strings.Contains(out, "Address already in use")
+		},
+		Attempts: portAttempts,
+		Poll:     pollInterval,
+		Grace:    stopGrace,
+		Exited:   ErrExited,
+		NotReady: ErrNotReady,
+	})
+	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, err
 	}
-	s.pid = cmd.Process.Pid
-	if err := s.waitReady(ctx); err != nil {
-		_ = s.Stop()
-		return s, err
-	}
-	return s, nil
+	return &Server{proc: proc, addr: addr(proc.Port()), dir: dir}, nil
 }
 
-// waitReady polls PING until this process answers on its port: INFO
-// names its process id, so that another server on the port is not taken
-// for it.
-func (s *Server) waitReady(ctx context.Context) error {
-	client := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1, DialTimeout: time.Second, PoolSize: 1})
+// addr is the address of a server on port.
+func addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// ready reports whether process pid answers PING on port: INFO names its
+// process id, so that another server on the port is not taken for it.
+func ready(ctx context.Context, port, pid int) bool {
+	client := redis.NewClient(&redis.Options{Addr: addr(port), MaxRetries: -1, DialTimeout: time.Second, PoolSize: 1})
 	defer client.Close()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.done:
-			return fmt.Errorf("%w while starting on port %d (%v); its output:\n%s", ErrExited, s.port, s.waitErr, s.Output())
-		default:
-		}
-		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := client.Ping(callCtx).Err()
-		var info string
-		if err == nil {
-			info, err = client.Info(callCtx, "server").Result()
-		}
-		cancel()
-		if err == nil && processID(info) == s.pid {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w at %s: %w; its output:\n%s", ErrNotReady, s.addr, ctx.Err(), s.Output())
-		case <-s.done:
-		case <-tick.C:
-		}
+	err := client.Ping(ctx).Err()
+	var info string
+	if err == nil {
+		info, err = client.Info(ctx, "server").Result()
 	}
+	return err == nil && processID(info) == pid
 }
 
 // processID is the process_id of an INFO server answer, 0 without one.
@@ -236,21 +178,8 @@ func processID(info string) int {
 // the server had already exited by itself.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		defer os.RemoveAll(s.dir)
-		select {
-		case <-s.done:
-			s.stopErr = fmt.Errorf("%w (%v); its output:\n%s", ErrExited, s.waitErr, s.Output())
-			return
-		default:
-		}
-		signalGroup(s.pid, false)
-		select {
-		case <-s.done:
-		case <-time.After(stopGrace):
-			signalGroup(s.pid, true)
-			<-s.done
-		}
-		signalGroup(s.pid, true)
+		s.stopErr = s.proc.Stop()
+		_ = os.RemoveAll(s.dir)
 	})
 	return s.stopErr
 }
@@ -284,7 +213,7 @@ func run(m *testing.M) int {
 		if errors.Is(err, ErrNotInstalled) && os.Getenv(EnvSkipUnavailable) != "" {
 			unavailable = err
 			fmt.Fprintf(os.Stderr, "redistest: the tests that need Redis skip (%s is set): %v\n", EnvSkipUnavailable, err)
-			skipExamples()
+			testproc.SkipExamples("redistest: ")
 			return m.Run()
 		}
 		fmt.Fprintf(os.Stderr, "redistest: cannot start a Redis server: %v\n", err)
@@ -299,34 +228,8 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "redistest: %v\n", err)
 		}
 	}()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		sig := <-sigs
-		_ = srv.Stop()
-		code := 1
-		if s, ok := sig.(syscall.Signal); ok {
-			code = 128 + int(s)
-		}
-		os.Exit(code)
-	}()
+	defer testproc.StopOnSignal(func() { _ = srv.Stop() })()
 	return m.Run()
-}
-
-// skipExamples skips the Examples (-test.skip=^Example), unless the
-// command line already skips something.
-func skipExamples() {
-	if !flag.Parsed() {
-		flag.Parse()
-	}
-	f := flag.Lookup("test.skip")
-	if f == nil || f.Value.String() != "" {
-		return
-	}
-	if err := f.Value.Set("^Example"); err == nil {
-		fmt.Fprintln(os.Stderr, "redistest: the Examples skip too (-test.skip=^Example)")
-	}
 }
 
 // Addr is the address of the server Main started. Without one it skips
@@ -373,39 +276,4 @@ func Prefix(t testing.TB) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return "test:" + t.Name() + ":" + hex.EncodeToString(b[:]) + ":"
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, err
-	}
-	return port, nil
-}
-
-// tail keeps the last bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailSize {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailSize:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

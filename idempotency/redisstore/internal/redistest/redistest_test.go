@@ -3,16 +3,11 @@
 package redistest
 
 import (
-	"bufio"
-	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,7 +46,7 @@ func TestStartStop(t *testing.T) {
 	if err := srv.Stop(); err != nil {
 		t.Fatalf("a second Stop: %v", err)
 	}
-	if alive(srv.PID()) {
+	if syscall.Kill(srv.PID(), 0) == nil {
 		t.Errorf("server %d still runs after Stop", srv.PID())
 	}
 	if _, err := os.Stat(srv.dir); !errors.Is(err, os.ErrNotExist) {
@@ -118,71 +113,4 @@ func TestMainWithoutServer(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--- SKIP: TestHelperNeedsServer") || !strings.Contains(string(out), "not installed") {
 		t.Errorf("told to skip: %v\n%s", err, out)
 	}
-}
-
-func TestHelperHoldsServer(t *testing.T) {
-	if os.Getenv(helperEnv) == "" {
-		t.Skip("helper process only")
-	}
-	os.Stdout.WriteString("pid " + strconv.Itoa(server.PID()) + "\n")
-	time.Sleep(time.Minute)
-}
-
-// TestServerDiesWithTestBinary: on Linux the kernel ends the server when
-// the test binary that started it is killed.
-func TestServerDiesWithTestBinary(t *testing.T) {
-	if os.Getenv(helperEnv) != "" {
-		t.Skip("helper process")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("the parent-death signal is Linux's")
-	}
-	cmd := helper(t, "^TestHelperHoldsServer$")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := 0
-	sc := bufio.NewScanner(stdout)
-	for pid == 0 && sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "pid "); ok {
-			pid, _ = strconv.Atoi(v)
-		}
-	}
-	if pid == 0 {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatal("the helper printed no server pid")
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	for alive(pid) {
-		select {
-		case <-ctx.Done():
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("server %d still runs after its test binary was killed", pid)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// alive reports whether process pid runs: it exists and, where /proc
-// tells, is not a zombie waiting for a parent to reap it.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist) || runtime.GOOS != "linux"
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
-	i := strings.LastIndexByte(string(stat), ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }

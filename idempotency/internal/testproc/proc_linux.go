@@ -1,4 +1,4 @@
-package idemtest
+package testproc
 
 import (
 	"bufio"
@@ -9,26 +9,18 @@ import (
 	"syscall"
 )
 
-// sysProcAttr puts the server in its own process group, so that Stop ends
-// all it runs, and has the kernel kill it when the thread that started it
-// ends, which it does when the test binary exits for any reason.
+// sysProcAttr puts the server in its own process group, so that
+// Proc.Stop ends all it runs, and has the kernel kill it when the thread
+// that started it ends, which it does when the test binary exits for any
+// reason.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// signalGroup sends SIGTERM, or SIGKILL, to the process group led by pid.
-func signalGroup(pid int, kill bool) {
-	sig := syscall.SIGTERM
-	if kill {
-		sig = syscall.SIGKILL
-	}
-	_ = syscall.Kill(-pid, sig)
-}
-
-// ownsPort reports whether process pid holds the listening TCP socket of
+// OwnsPort reports whether process pid holds the listening TCP socket of
 // port (from /proc/net/tcp, /proc/net/tcp6 and /proc/PID/fd), so that an
 // answer from another server on the same port is not taken for its own.
-func ownsPort(pid, port int) bool {
+func OwnsPort(pid, port int) bool {
 	sockets := map[string]bool{}
 	suffix := fmt.Sprintf(":%04X", port)
 	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package idemtest
+package testproc
 
 import (
 	"os"
@@ -16,6 +16,6 @@ func signalGroup(pid int, _ bool) {
 	}
 }
 
-// ownsPort cannot be checked here: an answer on the port is taken as the
+// OwnsPort cannot be checked here: an answer on the port is taken as the
 // server's own.
-func ownsPort(pid, port int) bool { return true }
+func OwnsPort(pid, port int) bool { return true }
