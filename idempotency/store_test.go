@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/idempotency/idemtest"
@@ -23,22 +22,8 @@ import (
 
 func TestMain(m *testing.M) { idemtest.Main(m) }
 
-// counted is a DynamoDB client that counts the calls it sends.
-func counted(t *testing.T) (*dynamodb.Client, *atomic.Int64) {
-	t.Helper()
-	n := &atomic.Int64{}
-	base := idemtest.Client(t)
-	client := dynamodb.New(base.Options(), func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-			return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("count",
-				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-					n.Add(1)
-					return next.HandleFinalize(ctx, in)
-				}), middleware.After)
-		})
-	})
-	return client, n
-}
+// counted is a client of DynamoDB Local that counts the calls it sends.
+func counted(t *testing.T) (*dynamodb.Client, *atomic.Int64) { return idemtest.CountingClient(t) }
 
 type clock struct{ now time.Time }
 

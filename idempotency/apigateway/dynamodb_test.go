@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/idempotency/apigateway"
@@ -16,20 +15,7 @@ import (
 )
 
 // counted is a client of DynamoDB Local that counts the calls it sends.
-func counted(t *testing.T) (*dynamodb.Client, *atomic.Int64) {
-	t.Helper()
-	n := &atomic.Int64{}
-	client := idemtest.Client(t, func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-			return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("count",
-				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-					n.Add(1)
-					return next.HandleFinalize(ctx, in)
-				}), middleware.After)
-		})
-	})
-	return client, n
-}
+func counted(t *testing.T) (*dynamodb.Client, *atomic.Int64) { return idemtest.CountingClient(t) }
 
 // TestRESTOnDynamoDB: the REST wrapper over DynamoDB Local, with the
 // DynamoDB calls of each request: a new one two, a duplicate one, a key

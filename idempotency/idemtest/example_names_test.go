@@ -165,3 +165,23 @@ func ExampleNow() {
 	// true true
 	// true
 }
+
+// CountingClient counts the round trips a flow costs: a new key two, a
+// duplicate one.
+func ExampleCountingClient() {
+	_ = func(t *testing.T) {
+		client, calls := idemtest.CountingClient(t)
+		idem, err := idempotency.New(idempotency.Config{Store: idempotency.NewDynamoDBPersistence(client, idemtest.Table(t, client))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls.Store(0)
+		for range 2 {
+			_, _ = idempotency.Do(t.Context(), idem, idempotency.Operation[int]{Scope: "alice", Key: "k1"}, 1,
+				func(_ context.Context, n int) (int, error) { return n, nil })
+		}
+		if calls.Load() != 3 {
+			t.Errorf("%d calls, want 3", calls.Load())
+		}
+	}
+}
