@@ -101,18 +101,7 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 	p.f("**Settings:** %s per measurement and round, %d rounds, clients %v; each client sends its next request as soon as the last is answered.\n\n",
 		r.Config.Cell, r.Config.Rounds, r.Config.Clients)
 
-	p.f("## Targets\n\n| target | at | measured | threshold | result | note |\n|---|---|---|---|---|---|\n")
-	for _, t := range r.Targets() {
-		bound := "≥ "
-		if t.Max {
-			bound = "≤ "
-		}
-		res := "PASS"
-		if !t.Pass() {
-			res = "**FAIL**"
-		}
-		p.f("| %s | %s | %s | %s%s | %s | %s |\n", t.Name, t.At, t.format(t.Measured), bound, t.format(t.Threshold), res, t.Note)
-	}
+	p.f("## Targets\n\n%s", TargetTable(r.Targets()))
 
 	p.f("\n## Request path\n\n")
 	p.f("The orchestrator (ours) against the conventional pattern (baseline: conditional PutItem, StartExecution, UpdateItem for a new key; failing PutItem then GetItem for a duplicate; with ownership, a GetItem of the source account first) and against the database alone (raw: the very reservation call ours makes, a conditional PutItem in both configurations, sent by a plain client). Ownership enforced is the default configuration; off is the option for trusted service-to-service callers. New keys start a one-state workflow, so the critical path is measured alone. Duplicates are retries of completed transfers. Calls are counted by SDK middleware, one per operation (an SDK retry of a failed attempt is not another call); *owner reads* are ours's reads of the source account's owner, sent beside the reservation when the container does not remember the owner (it remembers it for 30 s), and not part of *calls*.\n\n")

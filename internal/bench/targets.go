@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/exactlyonce/transfers/internal/bench/coldstart"
@@ -20,7 +21,7 @@ type Target struct {
 	Measured, Threshold float64
 	Max                 bool
 	// Unit formats the figures: "%" (ratios shown as percentages), "×",
-	// or "MiB".
+	// "MiB", "calls" or "µs".
 	Unit string
 	// Note explains the figure: what it is made of, or its ceiling.
 	Note string
@@ -40,8 +41,31 @@ func (t Target) format(v float64) string {
 		return fmt.Sprintf("%.1f %%", 100*v)
 	case "MiB":
 		return fmt.Sprintf("%.2f MiB", v)
+	case "calls":
+		return fmt.Sprintf("%.2f calls", v)
+	case "µs":
+		return fmt.Sprintf("%.2f µs", v)
 	}
 	return fmt.Sprintf("%.2f×", v)
+}
+
+// TargetTable is the Markdown table of targets, with PASS or FAIL for
+// each, as the reports print it.
+func TargetTable(targets []Target) string {
+	var b strings.Builder
+	b.WriteString("| target | at | measured | threshold | result | note |\n|---|---|---|---|---|---|\n")
+	for _, t := range targets {
+		bound := "≥ "
+		if t.Max {
+			bound = "≤ "
+		}
+		res := "PASS"
+		if !t.Pass() {
+			res = "**FAIL**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s%s | %s | %s |\n", t.Name, t.At, t.format(t.Measured), bound, t.format(t.Threshold), res, t.Note)
+	}
+	return b.String()
 }
 
 // configurationLabel names a configuration in the targets: ownership

@@ -22,37 +22,8 @@ const (
 )
 
 // Target is one target checked on a run: a comparison of two figures of
-// the same run.
-type Target struct {
-	Name string
-	// At says where it is checked: a scenario, a concurrency.
-	At string
-	// Measured and Threshold are the figure and its bound; Max means
-	// Measured must not exceed Threshold (else it must reach it).
-	Measured, Threshold float64
-	Max                 bool
-	// Unit formats the figures: "calls", "×" or "µs".
-	Unit string
-	Note string
-}
-
-// Pass reports whether the target is met.
-func (t Target) Pass() bool {
-	if t.Max {
-		return t.Measured <= t.Threshold
-	}
-	return t.Measured >= t.Threshold
-}
-
-func (t Target) format(v float64) string {
-	switch t.Unit {
-	case "calls":
-		return fmt.Sprintf("%.2f calls", v)
-	case "µs":
-		return fmt.Sprintf("%.2f µs", v)
-	}
-	return fmt.Sprintf("%.2f×", v)
-}
+// the same run, as make bench's are.
+type Target = bench.Target
 
 // combined sums a side's samples of scenario over every concurrency.
 func (r *Run) combined(scenario, side string) (*Sample, bool) {
@@ -173,18 +144,7 @@ func (r *Run) Markdown(w io.Writer, m bench.Machine) error {
 	p.f("**Settings:** workers %v; %d rounds of %d requests per scenario, concurrency and side, after a warm-up round of %d not kept; each command also sends %d warm-up requests before it measures; pooled scenarios go round %d keys made ready beforehand (completed, failed permanently, or held by calls whose handler waits), and each retry after a handler error takes a key of its own that failed beforehand, outside the measurement. Each worker sends its next request as soon as the last is answered; the side that goes first alternates from one scenario to the next.\n\n",
 		cfg.Workers, cfg.Rounds, cfg.Requests, cfg.Warmup, cfg.Warmup, cfg.Pool)
 
-	p.f("## Targets\n\n| target | at | measured | threshold | result | note |\n|---|---|---|---|---|---|\n")
-	for _, t := range r.Targets() {
-		bound := "≥ "
-		if t.Max {
-			bound = "≤ "
-		}
-		res := "PASS"
-		if !t.Pass() {
-			res = "**FAIL**"
-		}
-		p.f("| %s | %s | %s | %s%s | %s | %s |\n", t.Name, t.At, t.format(t.Measured), bound, t.format(t.Threshold), res, t.Note)
-	}
+	p.f("## Targets\n\n%s", bench.TargetTable(r.Targets()))
 
 	p.f("\n## Scenarios\n\n")
 	p.f("Calls per request, latency and requests/s of each side, summed over the rounds. *ours / Powertools* is the ratio of requests/s; the scenarios Powertools has no counterpart of (a `Permanent` error) are compared with its nearest, named in the scenario.\n\n")
