@@ -24,28 +24,6 @@ var ErrKeyReused = errors.New("idempotency key was already used with a different
 // ErrNotFound reports that no record matches.
 var ErrNotFound = errors.New("idempotency record not found")
 
-// ErrPreconditionFailed reports that a condition a reservation required
-// (Reservation.Require) did not hold: nothing was reserved. The error is a
-// *PreconditionError naming the condition.
-var ErrPreconditionFailed = errors.New("a condition of the reservation failed")
-
-// PreconditionError reports which of a reservation's required conditions
-// failed. It matches ErrPreconditionFailed with errors.Is.
-type PreconditionError struct {
-	// Index is the failed condition's position in Reservation.Require.
-	Index int
-	// Item is the checked item as it was, when the condition asked for it
-	// (ReturnValuesOnConditionCheckFailure = ALL_OLD) and it exists.
-	Item map[string]types.AttributeValue
-}
-
-func (e *PreconditionError) Error() string {
-	return fmt.Sprintf("%v: condition %d", ErrPreconditionFailed, e.Index)
-}
-
-// Unwrap makes the error match ErrPreconditionFailed.
-func (e *PreconditionError) Unwrap() error { return ErrPreconditionFailed }
-
 // API is the part of the DynamoDB client the store uses.
 type API interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
@@ -284,12 +262,6 @@ func (s *Store) FailReserved(ctx context.Context, recordKey, resourceID, respons
 // transaction holds at most 100 items, one of them the record.
 const maxRequired = 99
 
-// Cancellation reason codes of TransactWriteItems.
-const (
-	codeNone                   = "None"
-	codeConditionalCheckFailed = "ConditionalCheckFailed"
-)
-
 // reserveWith is Reserve's transaction: the record's Put at index 0, the
 // required conditions after it. The cancellation reasons are read by
 // index.
@@ -366,13 +338,6 @@ func (s *Store) reserveWith(ctx context.Context, r Reservation, rec Record, item
 	}
 	return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key,
 		&PreconditionError{Index: failed - 1, Item: reasons[failed].Item})
-}
-
-func reasonCode(r types.CancellationReason) string {
-	if c := aws.ToString(r.Code); c != "" {
-		return c
-	}
-	return codeNone
 }
 
 // isRecordAttribute reports whether name is an attribute a record may
