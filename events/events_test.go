@@ -33,6 +33,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/apigw"
@@ -40,6 +41,7 @@ import (
 	"github.com/exactlyonce/transfers/internal/local/eventbus"
 	"github.com/exactlyonce/transfers/internal/local/lambdarun"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 	"github.com/exactlyonce/transfers/internal/worker"
 )
@@ -1165,8 +1167,8 @@ func (p ledgerParts) newLedger(t *testing.T, client *dynamodb.Client) *ledger.Le
 	return l
 }
 
-func (p ledgerParts) records() *idempotency.Store {
-	return idempotency.NewStore(p.client, p.tables["IdempotencyTable"])
+func (p ledgerParts) records() *reservation.Store {
+	return reservation.NewStore(p.client, p.tables["IdempotencyTable"])
 }
 
 // reserve puts the idempotency record of the workflow input RESERVED, as
@@ -1193,8 +1195,8 @@ func (p ledgerParts) reserve(t *testing.T, input string) {
 	canonical := req.Canonical()
 	// internal/api scopes an IAM caller as "iam:" + its ARN.
 	scope, key := "iam:"+post.RequestContext.Identity.UserArn, post.Headers["Idempotency-Key"]
-	store := idempotency.NewStore(p.client, p.tables["IdempotencyTable"], idempotency.WithClock(func() time.Time { return created }))
-	rec, ok, err := store.Reserve(t.Context(), idempotency.Reservation{
+	store := reservation.NewStore(p.client, p.tables["IdempotencyTable"], reservation.WithClock(func() time.Time { return created }))
+	rec, ok, err := store.Reserve(t.Context(), reservation.Reservation{
 		Scope: scope, Key: key, Fingerprint: idempotency.Fingerprint(canonical), ResourceID: in.TransferID, Request: canonical,
 		Attributes: ledger.RecordAttributes(req.SourceAccountID, req.DestinationAccountID, req.Amount, req.Currency),
 	})
@@ -1316,7 +1318,7 @@ func TestStateMachineSendsTheSamples(t *testing.T) {
 		wantTasks map[string]string
 		// wantRecord is the status the idempotency record ends in and
 		// wantSource the source's balance, when the record was reserved.
-		wantRecord idempotency.Status
+		wantRecord reservation.Status
 		wantSource int64
 	}{
 		{
@@ -1328,7 +1330,7 @@ func TestStateMachineSendsTheSamples(t *testing.T) {
 			accounts: []account{alice, bob}, creditNet: refused, timeScale: 0.01,
 			wantEvent:  "reaper-execution-failed.json",
 			wantTasks:  map[string]string{"DebitFunction": "debit-task.json", "CreditFunction": "credit-task.json"},
-			wantRecord: idempotency.StatusInProgress, wantSource: opening - 2500,
+			wantRecord: reservation.StatusInProgress, wantSource: opening - 2500,
 		},
 		{
 			// demo-bob does not exist: the credit is AccountNotFound, the
@@ -1337,7 +1339,7 @@ func TestStateMachineSendsTheSamples(t *testing.T) {
 			accounts: []account{alice}, timeScale: 0.01,
 			wantStatus: "SUCCEEDED",
 			wantTasks:  map[string]string{"DebitFunction": "debit-task.json", "CreditFunction": "credit-task.json", "RefundFunction": "refund-task.json"},
-			wantRecord: idempotency.StatusFailed, wantSource: opening,
+			wantRecord: reservation.StatusFailed, wantSource: opening,
 		},
 		{
 			// A network partition between the machine and DynamoDB: the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -33,16 +34,21 @@ func TestDoRefusesAnotherFormat(t *testing.T) {
 	client := idemtest.Client(t)
 	table := idemtest.Table(t, client)
 	ctx := t.Context()
-	store := idempotency.NewStore(client, table)
-	if _, _, err := store.Reserve(ctx, reservation("alice", "k1", "{}", "transfer-1")); err != nil {
-		t.Fatal(err)
+	// A record without a format, as an application's own reservation
+	// store writes one, and a record of a later format.
+	unformatted := map[string]types.AttributeValue{
+		idempotency.AttrKey:    &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", "k1")},
+		idempotency.AttrStatus: &types.AttributeValueMemberS{Value: "RESERVED"},
+		"resourceId":           &types.AttributeValueMemberS{Value: "transfer-1"},
 	}
 	later := map[string]types.AttributeValue{
 		idempotency.AttrKey:    &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", "k2")},
 		idempotency.AttrFormat: &types.AttributeValueMemberS{Value: "idempotency.Entry/9"},
 	}
-	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: later}); err != nil {
-		t.Fatal(err)
+	for _, item := range []map[string]types.AttributeValue{unformatted, later} {
+		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	i := newIdem(t, idempotency.Config{Store: idempotency.NewDynamoDBPersistence(client, table)})
 	for key, format := range map[string]string{"k1": "", "k2": "idempotency.Entry/9"} {
@@ -56,8 +62,11 @@ func TestDoRefusesAnotherFormat(t *testing.T) {
 			t.Errorf("Do on a record of format %q = %v after %d runs, want a *FormatError naming it", format, err, runs)
 		}
 	}
-	if rec, err := store.Get(ctx, "alice", "k1"); err != nil || rec.Status != idempotency.StatusReserved || rec.ResourceID != "transfer-1" {
-		t.Errorf("the Store's record = %+v, %v, want it unchanged", rec, err)
+	for _, want := range []map[string]types.AttributeValue{unformatted, later} {
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{idempotency.AttrKey: want[idempotency.AttrKey]}, ConsistentRead: aws.Bool(true)})
+		if err != nil || !reflect.DeepEqual(out.Item, want) {
+			t.Errorf("the record = %v, %v, want it unchanged: %v", out.Item, err, want)
+		}
 	}
 	if _, err := idempotency.NewDynamoDBPersistence(client, table).Get(ctx, "alice", "k1"); !errors.Is(err, idempotency.ErrFormat) {
 		t.Errorf("Get = %v, want ErrFormat", err)

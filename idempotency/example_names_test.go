@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -254,14 +252,17 @@ func ExampleOutcome() {
 	// <nil> FAILED card declined
 }
 
-// A record that Store.Reserve wrote is not an Entry: DynamoDBPersistence
-// refuses it by name instead of guessing.
+// A record that something else wrote under an Entry's table key is not
+// an Entry: DynamoDBPersistence refuses it by name instead of guessing.
 func ExampleFormatError() {
 	ctx := context.Background()
 	client, table := exampleTable(ctx)
-	body := []byte(`{"amount":1}`)
-	_, _, _ = idempotency.NewStore(client, table).Reserve(ctx, idempotency.Reservation{
-		Scope: "alice", Key: "k1", Fingerprint: idempotency.Fingerprint(body), ResourceID: "t-1", Request: body,
+	_, _ = client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(table),
+		Item: map[string]types.AttributeValue{
+			idempotency.AttrKey:    &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", "k1")},
+			idempotency.AttrStatus: &types.AttributeValueMemberS{Value: "RESERVED"},
+		},
 	})
 	_, err := idempotency.NewDynamoDBPersistence(client, table).Get(ctx, "alice", "k1")
 	var ferr *idempotency.FormatError
@@ -284,187 +285,12 @@ func ExamplePersistenceAPI() {
 	// 2 <nil>
 }
 
-// TimeToLiveInput turns on DynamoDB's deletion of expired records.
-func ExampleTimeToLiveInput() {
-	in := idempotency.TimeToLiveInput("idempotency")
-	fmt.Println(aws.ToString(in.TableName), aws.ToString(in.TimeToLiveSpecification.AttributeName), aws.ToBool(in.TimeToLiveSpecification.Enabled))
-	// Output:
-	// idempotency expiresAt true
-}
-
-// NewStore with options: the retention of each record it reserves, and
-// the clock (for tests).
-func ExampleNewStore() {
-	ctx := context.Background()
-	client, table := exampleTable(ctx)
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	var opts []idempotency.Option = []idempotency.Option{
-		idempotency.WithRetention(2 * time.Hour),
-		idempotency.WithClock(func() time.Time { return at }),
-	}
-	store := idempotency.NewStore(client, table, opts...)
-	body := []byte(`{}`)
-	rec, _, _ := store.Reserve(ctx, idempotency.Reservation{Scope: "alice", Key: "k1", Fingerprint: idempotency.Fingerprint(body), ResourceID: "t-1", Request: body})
-	fmt.Println(rec.CreatedAt, rec.Retention())
-	// Output:
-	// 2026-03-01T12:00:00.000Z 2h0m0s
-}
-
-// WithClock fixes the store's time.
-func ExampleWithClock() {
-	ctx := context.Background()
-	client, table := exampleTable(ctx)
-	store := idempotency.NewStore(client, table, idempotency.WithClock(func() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) }))
-	body := []byte(`{}`)
-	rec, _, _ := store.Reserve(ctx, idempotency.Reservation{Scope: "alice", Key: "k1", Fingerprint: idempotency.Fingerprint(body), ResourceID: "t-1", Request: body})
-	fmt.Println(rec.CreatedAt)
-	// Output:
-	// 2030-01-02T03:04:05.000Z
-}
-
-// WithRetention sets the retention stored in each record.
-func ExampleWithRetention() {
-	ctx := context.Background()
-	client, table := exampleTable(ctx)
-	store := idempotency.NewStore(client, table, idempotency.WithRetention(90*time.Minute))
-	body := []byte(`{}`)
-	rec, _, _ := store.Reserve(ctx, idempotency.Reservation{Scope: "alice", Key: "k1", Fingerprint: idempotency.Fingerprint(body), ResourceID: "t-1", Request: body})
-	fmt.Println(rec.RetentionSeconds)
-	// Output:
-	// 5400
-}
-
-// A Record's status says whether its operation has ended, and a settled
-// record frees its key once its retention has passed.
-func ExampleRecord() {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	rec := idempotency.Record{Status: idempotency.StatusCompleted, Fingerprint: "fp", ExpiresAt: now.Add(time.Hour).Unix()}
-	fmt.Println(rec.Reusable(now), rec.Reusable(now.Add(time.Hour)), rec.Matches("fp"), errors.Is(rec.Matches("other"), idempotency.ErrKeyReused))
-	// Output:
-	// false true <nil> true
-}
-
-// The statuses an operation's record moves through.
-func ExampleStatus() {
-	for _, s := range []idempotency.Status{idempotency.StatusReserved, idempotency.StatusInProgress, idempotency.StatusReconciling, idempotency.StatusCompleted, idempotency.StatusFailed} {
-		fmt.Println(s, s.Terminal())
-	}
-	// Output:
-	// RESERVED false
-	// IN_PROGRESS false
-	// RECONCILING false
-	// COMPLETED true
-	// FAILED true
-}
-
-// Attributes are stored beside the record's own, for the operation's
-// later steps to condition on.
-func ExampleReservation() {
-	ctx := context.Background()
-	client, table := exampleTable(ctx)
-	body := []byte(`{"amount":5}`)
-	_, created, err := idempotency.NewStore(client, table).Reserve(ctx, idempotency.Reservation{
-		Scope: "alice", Key: "k1", Fingerprint: idempotency.Fingerprint(body), ResourceID: "t-1", Request: body,
-		Attributes: map[string]types.AttributeValue{"source": &types.AttributeValueMemberS{Value: "acct-1"}},
-	})
-	out, _ := client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(table),
-		Key:       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", "k1")}},
-	})
-	fmt.Println(created, err, out.Item["source"].(*types.AttributeValueMemberS).Value)
-	// Output:
-	// true <nil> acct-1
-}
-
-// A failed precondition names the condition and stores nothing.
+// A failed precondition names the condition, by its position, and
+// matches ErrPreconditionFailed however it is wrapped.
 func ExamplePreconditionError() {
-	ctx := context.Background()
-	client, table := exampleTable(ctx)
-	body := []byte(`{}`)
-	_, _, err := idempotency.NewStore(client, table).Reserve(ctx, idempotency.Reservation{
-		Scope: "alice", Key: "k1", Fingerprint: idempotency.Fingerprint(body), ResourceID: "t-1", Request: body,
-		Require: []types.ConditionCheck{{
-			TableName:           aws.String(table),
-			Key:                 map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: "grant#acct-9"}},
-			ConditionExpression: aws.String("attribute_exists(pk)"),
-		}},
-	})
+	err := fmt.Errorf("acquire: %w", &idempotency.PreconditionError{Index: 0})
 	var perr *idempotency.PreconditionError
 	fmt.Println(errors.As(err, &perr), perr.Index, errors.Is(err, idempotency.ErrPreconditionFailed))
 	// Output:
 	// true 0 true
-}
-
-// ListByScope pages a scope's records, newest first, from a Position.
-func ExamplePosition() {
-	ctx := context.Background()
-	client, table := exampleTable(ctx)
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	store := idempotency.NewStore(client, table, idempotency.WithClock(func() time.Time { at = at.Add(time.Second); return at }))
-	for _, k := range []string{"k1", "k2", "k3"} {
-		body := []byte(k)
-		_, _, _ = store.Reserve(ctx, idempotency.Reservation{Scope: "alice", Key: k, Fingerprint: idempotency.Fingerprint(body), ResourceID: "t-" + k, Request: body})
-	}
-	var after *idempotency.Position
-	for {
-		page, next, err := store.ListByScope(ctx, "alice", 2, after)
-		if err != nil {
-			panic(err)
-		}
-		ids := make([]string, len(page))
-		for i, r := range page {
-			ids[i] = r.ResourceID
-		}
-		fmt.Println(strings.Join(ids, " "))
-		if next == nil {
-			break
-		}
-		after = next
-	}
-	// Output:
-	// t-k3 t-k2
-	// t-k1
-}
-
-// AttemptIs fences an operation's own writes: a step of an earlier
-// attempt commits nothing once the record has moved on.
-func ExampleAttemptIs() {
-	ctx := context.Background()
-	client, table := exampleTable(ctx)
-	body := []byte(`{}`)
-	rec, _, _ := idempotency.NewStore(client, table).Reserve(ctx, idempotency.Reservation{Scope: "alice", Key: "k1", Fingerprint: idempotency.Fingerprint(body), ResourceID: "t-1", Request: body})
-	step := func(attempt int64) error {
-		expr, err := expression.NewBuilder().
-			WithCondition(idempotency.AttemptIs(attempt)).
-			WithUpdate(expression.Set(expression.Name("note"), expression.Value(fmt.Sprint("attempt ", attempt)))).
-			Build()
-		if err != nil {
-			return err
-		}
-		_, err = client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(table),
-			Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
-			ConditionExpression:       expr.Condition(),
-			UpdateExpression:          expr.Update(),
-			ExpressionAttributeNames:  expr.Names(),
-			ExpressionAttributeValues: expr.Values(),
-		})
-		return err
-	}
-	var ccf *types.ConditionalCheckFailedException
-	fmt.Println(step(0), errors.As(step(1), &ccf))
-	// Output:
-	// <nil> true
-}
-
-// API is the part of the DynamoDB client the Store calls.
-func ExampleAPI() {
-	ctx := context.Background()
-	client, table := exampleTable(ctx)
-	var api idempotency.API = client
-	body := []byte(`{}`)
-	_, created, err := idempotency.NewStore(api, table).Reserve(ctx, idempotency.Reservation{Scope: "alice", Key: "k1", Fingerprint: idempotency.Fingerprint(body), ResourceID: "t-1", Request: body})
-	fmt.Println(created, err)
-	// Output:
-	// true <nil>
 }

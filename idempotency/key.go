@@ -1,29 +1,22 @@
-// Package idempotency makes an operation safe to retry behind an
-// Idempotency-Key header, with DynamoDB as the store.
+// Package idempotency makes any Go function safe to retry under an
+// idempotency key, with DynamoDB (DynamoDBPersistence), Redis (the
+// redisstore module) or any Persistence as the store.
 //
-// A record is kept per (scope, key), where the scope is the authenticated
-// caller, so two callers may use the same key without seeing each other's
-// operations. The record is reserved with one conditional PutItem: the key
-// is free, or its record is terminal and past its stored expiry. When the
-// key is taken, the same call returns the existing record
-// (ReturnValuesOnConditionCheckFailure = ALL_OLD), so a duplicate request
-// costs one round trip and no read. A reservation may also require
-// conditions on other items (Reservation.Require, an authorization, say):
-// then the write is one TransactWriteItems of the record's Put and those
-// checks, still one round trip, and a failed check reserves nothing
-// (ErrPreconditionFailed).
+// Do and Wrap run a function at most once per (scope, key), where the
+// scope is the caller or the operation, so two callers may use the same
+// key without seeing each other's calls. The record is acquired with one
+// conditional write that returns the existing record when the key is
+// taken, so a duplicate costs one round trip and no read. Each call holds
+// its record under a lease (an id and a counter that only rises) that
+// fences its settle and release (ErrFenced). A permanent failure is
+// stored and replayed; a transient one releases the key. An optional
+// local cache serves settled records without a call. Expiry is judged
+// from the stored expiry, never from whether DynamoDB's Time to Live has
+// deleted the item yet.
 //
-// Records move RESERVED -> IN_PROGRESS -> COMPLETED | FAILED; a fencing
-// status (RECONCILING) may stand between IN_PROGRESS and a terminal one.
-// Expiry is judged from the stored expiresAt, never from whether DynamoDB's
-// TTL has deleted the item yet.
-//
-// Do and Wrap are a generic API beside the Store: they make any function
-// idempotent per (scope, key) on a Persistence (DynamoDBPersistence, or
-// idemtest.MemoryStore in tests), with a lease per call that fences its
-// settle and release (ErrFenced), stored permanent failures, and an
-// optional local cache of settled records. Their records (Entry) carry a
-// format attribute, and Do refuses a record of any other format by name.
+// Records (Entry) move IN_PROGRESS -> COMPLETED | FAILED, or back to
+// RELEASED for a retry; they carry a format attribute, and a record of
+// any other format is refused by name (*FormatError).
 package idempotency
 
 import (
@@ -31,7 +24,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
+	"time"
 )
+
+// DefaultRetention is how long a settled outcome is kept and replayed
+// when no retention is set (Config.Retention).
+const DefaultRetention = 24 * time.Hour
+
+// ErrKeyReused reports a key presented again with a different payload.
+var ErrKeyReused = errors.New("idempotency key was already used with a different request")
+
+// ErrNotFound reports that no record matches.
+var ErrNotFound = errors.New("idempotency record not found")
 
 // MaxKeyLength is the longest accepted Idempotency-Key.
 const MaxKeyLength = 255

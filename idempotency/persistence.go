@@ -9,7 +9,7 @@ import (
 
 // EntryFormat names the format of the records that Persistence stores
 // (the attribute AttrFormat). A record of any other format, or of none
-// (one that Store.Reserve wrote), is refused with a *FormatError.
+// (one that another writer put under the same key), is refused with a *FormatError.
 const EntryFormat = "idempotency.Entry/1"
 
 // AttrFormat is the attribute that names an Entry record's format.
@@ -89,7 +89,7 @@ type FormatError struct {
 
 func (e *FormatError) Error() string {
 	if e.Format == "" {
-		return fmt.Sprintf("%v: the record has no %q attribute (one of Store.Reserve?), want %q", ErrFormat, AttrFormat, EntryFormat)
+		return fmt.Sprintf("%v: the record has no %q attribute, want %q", ErrFormat, AttrFormat, EntryFormat)
 	}
 	return fmt.Sprintf("%v: %q, want %q", ErrFormat, e.Format, EntryFormat)
 }

@@ -18,6 +18,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// Default attribute names of a DynamoDBPersistence (DefaultAttributes):
+// the partition key, the status, the expiry (the table's Time to Live
+// attribute) and the payload's fingerprint.
+const (
+	AttrKey         = "pk"
+	AttrStatus      = "status"
+	AttrExpiresAt   = "expiresAt"
+	AttrFingerprint = "fingerprint"
+)
+
 // Attribute names of an Entry record besides those Attributes names: the
 // lease's id and counter and a failure's text, always under these names.
 // AttrLeaseUntil and AttrOutput are the default names of
@@ -261,10 +271,11 @@ func WithAttributes(a Attributes) DynamoDBOption {
 
 // DynamoDBPersistence is the Persistence of Do over one DynamoDB table.
 // By default (DefaultAttributes) its partition key is AttrKey ("pk", a
-// string): a table of TableInput's schema serves, and may hold a Store's
-// records too. WithAttributes names the keys, a sort key included, and the
-// attributes. Its records carry no scope and no creation time, so they
-// are in none of TableInput's indexes. Every method of Persistence is one
+// string), as Attributes.TableInput makes it; a table that holds other
+// records too serves, as long as none of them is under an Entry's table
+// key (a record of another format there is refused with a *FormatError).
+// WithAttributes names the keys, a sort key included, and the
+// attributes. Every method of Persistence is one
 // UpdateItem or GetItem; SettleWith and Commit are one TransactWriteItems.
 type DynamoDBPersistence struct {
 	client PersistenceAPI
@@ -363,11 +374,6 @@ func NewLeaseID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// keyOf is the key of a record in a table of TableInput's schema.
-func keyOf(recordKey string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}}
 }
 
 // key is the table key of the record recordKey.

@@ -19,7 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // cleanupWait bounds how long the clean-up waits for the run's transfers
@@ -165,13 +167,13 @@ func (t *target) cleanUp(ctx context.Context) (cleanupReport, error) {
 func (t *target) deleteHeld(ctx context.Context, recordKey string) (bool, error) {
 	_, err := t.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:           aws.String(t.recordsTable),
-		Key:                 map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		Key:                 map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
 		ConditionExpression: aws.String("#status = :inProgress AND attribute_not_exists(executionArn) AND #attempt = :first"),
 		ExpressionAttributeNames: map[string]string{
-			"#status": idempotency.AttrStatus, "#attempt": idempotency.AttrAttempt,
+			"#status": reservation.AttrStatus, "#attempt": reservation.AttrAttempt,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":inProgress": &types.AttributeValueMemberS{Value: string(idempotency.StatusInProgress)},
+			":inProgress": &types.AttributeValueMemberS{Value: string(reservation.StatusInProgress)},
 			":first":      &types.AttributeValueMemberN{Value: "0"},
 		},
 	})
@@ -188,7 +190,7 @@ func (t *target) deleteHeld(ctx context.Context, recordKey string) (bool, error)
 // pendingTransfer is a record of the run not yet settled.
 type pendingTransfer struct {
 	recordKey, transferID string
-	status                idempotency.Status
+	status                reservation.Status
 	SourceAccountID       string `json:"sourceAccountId"`
 	DestinationAccountID  string `json:"destinationAccountId"`
 }
@@ -207,10 +209,10 @@ func (t *target) pendingTransfers(ctx context.Context, accounts []string) (map[s
 	} else if second != nil {
 		callers = append(callers, second)
 	}
-	since := runStarted.Add(-5 * time.Minute).UTC().Format(idempotency.TimeFormat)
+	since := runStarted.Add(-5 * time.Minute).UTC().Format(reservation.TimeFormat)
 	out := map[string]pendingTransfer{}
 	for _, c := range callers {
-		var after *idempotency.Position
+		var after *reservation.Position
 		for {
 			recs, next, err := t.records.ListByScope(ctx, c.scope, 100, after)
 			if err != nil {

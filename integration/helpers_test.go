@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // Settling: how long a transfer may take, and how often it is polled.
@@ -270,7 +272,7 @@ func expectNoRecord(t testing.TB, c *caller, key string) {
 }
 
 // record reads the idempotency record of c's key.
-func record(t testing.TB, c *caller, key string) idempotency.Record {
+func record(t testing.TB, c *caller, key string) reservation.Record {
 	t.Helper()
 	rec, err := tg.records.Get(context.Background(), c.scope, key)
 	if err != nil {

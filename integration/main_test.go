@@ -24,9 +24,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/stack"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // Environment variables of the deployed mode (see the package doc).
@@ -73,7 +73,7 @@ type target struct {
 
 	db           *dynamodb.Client
 	ledger       *ledger.Ledger
-	records      *idempotency.Store
+	records      *reservation.Store
 	recordsTable string
 	ledgerTable  string
 	// executions counts the executions of a key; nil when the deployed
@@ -242,7 +242,7 @@ func (t *target) useTables(cfg aws.Config, ledgerTable, recordsTable string) err
 		return err
 	}
 	t.ledger = led
-	t.records = idempotency.NewStore(t.db, recordsTable)
+	t.records = reservation.NewStore(t.db, recordsTable)
 	t.recordsTable = recordsTable
 	t.ledgerTable = ledgerTable
 	return nil

@@ -17,7 +17,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -192,7 +194,7 @@ func TestReplay(t *testing.T) {
 		if got := getTransfer(t, c, held); got.Status != statusPending {
 			t.Errorf("GET /transfers/%s: status %s, want %s", held, got.Status, statusPending)
 		}
-		if rec := record(t, c, key); rec.Status != idempotency.StatusInProgress || rec.ResourceID != held {
+		if rec := record(t, c, key); rec.Status != reservation.StatusInProgress || rec.ResourceID != held {
 			t.Errorf("record after the replay: status %s, transfer %s; want IN_PROGRESS, %s", rec.Status, rec.ResourceID, held)
 		}
 		expectExecutions(t, c, key)
@@ -257,7 +259,7 @@ func holdInProgress(t testing.TB, c *caller, key string, req transferRequest) st
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, created, err := tg.records.Reserve(ctx, idempotency.Reservation{
+	rec, created, err := tg.records.Reserve(ctx, reservation.Reservation{
 		Scope: c.scope, Key: key, Fingerprint: idempotency.Fingerprint(canonical), ResourceID: id.String(), Request: canonical,
 		Attributes: ledger.RecordAttributes(parsed.SourceAccountID, parsed.DestinationAccountID, parsed.Amount, parsed.Currency),
 	})
@@ -266,16 +268,16 @@ func holdInProgress(t testing.TB, c *caller, key string, req transferRequest) st
 	}
 	_, err = tg.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(tg.recordsTable),
-		Key:                 map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
+		Key:                 map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
 		UpdateExpression:    aws.String("SET #status = :inProgress, #pending = :inProgress, updatedAt = :now"),
 		ConditionExpression: aws.String("#status = :reserved"),
 		ExpressionAttributeNames: map[string]string{
-			"#status": idempotency.AttrStatus, "#pending": idempotency.AttrPending,
+			"#status": reservation.AttrStatus, "#pending": reservation.AttrPending,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":inProgress": &types.AttributeValueMemberS{Value: string(idempotency.StatusInProgress)},
-			":reserved":   &types.AttributeValueMemberS{Value: string(idempotency.StatusReserved)},
-			":now":        &types.AttributeValueMemberS{Value: time.Now().UTC().Format(idempotency.TimeFormat)},
+			":inProgress": &types.AttributeValueMemberS{Value: string(reservation.StatusInProgress)},
+			":reserved":   &types.AttributeValueMemberS{Value: string(reservation.StatusReserved)},
+			":now":        &types.AttributeValueMemberS{Value: time.Now().UTC().Format(reservation.TimeFormat)},
 		},
 	})
 	if err != nil {

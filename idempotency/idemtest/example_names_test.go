@@ -185,3 +185,22 @@ func ExampleCountingClient() {
 		}
 	}
 }
+
+// LoseFirstReply shows what a store does when its write committed and
+// the answer never came back: Do's acquisition, retried by the SDK, finds
+// the record under its own lease and runs the function once.
+func ExampleLoseFirstReply() {
+	_ = func(t *testing.T) {
+		client, attempts := idemtest.LoseFirstReply(t, "UpdateItem")
+		idem, err := idempotency.New(idempotency.Config{Store: idempotency.NewDynamoDBPersistence(client, idemtest.Table(t, client))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := 0
+		_, err = idempotency.Do(t.Context(), idem, idempotency.Operation[int]{Scope: "alice", Key: "k1"}, 1,
+			func(_ context.Context, n int) (int, error) { runs++; return n, nil })
+		if err != nil || runs != 1 || attempts.Load() < 2 {
+			t.Errorf("Do = %v after %d runs and %d UpdateItem attempts, want one run after a retried acquisition", err, runs, attempts.Load())
+		}
+	}
+}

@@ -10,9 +10,8 @@ import (
 )
 
 // Outside a test (in an Example, say), a client of the DynamoDB Local that
-// Main started, and a table for a Store made by hand. A test calls
-// idemtest.Client and idemtest.Table instead, which also delete the table
-// when it ends.
+// Main started, and a table made by hand. A test calls idemtest.Client and
+// idemtest.Table instead, which also delete the table when it ends.
 func ExampleCreateTable() {
 	ctx := context.Background()
 	endpoint, err := idemtest.Endpoint()
@@ -22,15 +21,16 @@ func ExampleCreateTable() {
 	client := idemtest.NewClient(endpoint)
 	// A name of its own: the server may be shared (idemtest.EnvEndpoint).
 	table := fmt.Sprintf("ExampleCreateTable-%d", time.Now().UnixNano())
-	if err := idemtest.CreateTable(ctx, client, idempotency.TableInput(table)); err != nil {
+	if err := idemtest.CreateTable(ctx, client, idempotency.DefaultAttributes().TableInput(table)); err != nil {
 		panic(err)
 	}
-	store := idempotency.NewStore(client, table)
-	body := []byte(`{"amount":100}`)
-	rec, created, err := store.Reserve(ctx, idempotency.Reservation{
-		Scope: "alice", Key: "order-42", Fingerprint: idempotency.Fingerprint(body), ResourceID: "transfer-1", Request: body,
+	store := idempotency.NewDynamoDBPersistence(client, table)
+	now := time.Now()
+	e, acquired, err := store.Acquire(ctx, idempotency.AcquireInput{
+		Scope: "alice", Key: "order-42", Fingerprint: idempotency.Fingerprint([]byte(`{"amount":100}`)),
+		Now: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour),
 	})
-	fmt.Println(rec.Status, created, err)
+	fmt.Println(e.Status, e.LeaseCount, acquired, err)
 	// Output:
-	// RESERVED true <nil>
+	// IN_PROGRESS 1 true <nil>
 }

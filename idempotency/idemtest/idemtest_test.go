@@ -164,7 +164,7 @@ func TestTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := idempotency.TableInput(name)
+			want := idempotency.DefaultAttributes().TableInput(name)
 			if got := out.Table; keys(got.KeySchema) != keys(want.KeySchema) || len(got.GlobalSecondaryIndexes) != len(want.GlobalSecondaryIndexes) {
 				t.Errorf("table %s: key %s and %d indexes, want %s and %d", name,
 					keys(got.KeySchema), len(got.GlobalSecondaryIndexes), keys(want.KeySchema), len(want.GlobalSecondaryIndexes))

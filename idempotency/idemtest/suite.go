@@ -20,7 +20,7 @@ type SuiteStore struct {
 	Store idempotency.Persistence
 	// PutForeign writes, under idempotency.RecordKey(scope, key), a
 	// record whose format attribute is format, or that has none when
-	// format is "" (as a record of idempotency.Store), the way another
+	// format is "" (as another application's record may have), the way another
 	// writer sharing the store could. Nil when the store cannot hold such
 	// a record (MemoryStore): the cases that need one skip, saying so.
 	PutForeign func(ctx context.Context, scope, key, format string) error

@@ -16,21 +16,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/cursor"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
 // Records is the part of the idempotency store the API uses.
 type Records interface {
-	Reserve(ctx context.Context, r idempotency.Reservation) (idempotency.Record, bool, error)
-	GetByRecordKey(ctx context.Context, recordKey string) (idempotency.Record, error)
-	FindByResourceID(ctx context.Context, scope, resourceID string) (idempotency.Record, error)
-	ListByScope(ctx context.Context, scope string, limit int, after *idempotency.Position) ([]idempotency.Record, *idempotency.Position, error)
-	FailReserved(ctx context.Context, recordKey, resourceID, response string) (idempotency.Record, bool, error)
+	Reserve(ctx context.Context, r reservation.Reservation) (reservation.Record, bool, error)
+	GetByRecordKey(ctx context.Context, recordKey string) (reservation.Record, error)
+	FindByResourceID(ctx context.Context, scope, resourceID string) (reservation.Record, error)
+	ListByScope(ctx context.Context, scope string, limit int, after *reservation.Position) ([]reservation.Record, *reservation.Position, error)
+	FailReserved(ctx context.Context, recordKey, resourceID, response string) (reservation.Record, bool, error)
 }
 
-var _ Records = (*idempotency.Store)(nil)
+var _ Records = (*reservation.Store)(nil)
 
 // Executions is the part of the Step Functions client the API uses.
 type Executions interface {

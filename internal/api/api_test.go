@@ -20,10 +20,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/api"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/spec"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
@@ -43,7 +45,7 @@ const (
 type env struct {
 	t       *testing.T
 	handler *api.Handler
-	store   *idempotency.Store
+	store   *reservation.Store
 	ledger  *ledger.Ledger
 	db      *dynamodb.Client
 	table   string
@@ -69,7 +71,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { srv.Close() })
 	e := &env{t: t, db: db, table: tables["IdempotencyTable"], ledgerTable: tables["LedgerTable"], arn: srv.StateMachineARN("Transfers")}
 	e.sfn = sfn.New(sfn.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: db.Options().Credentials})
-	e.store = idempotency.NewStore(db, e.table)
+	e.store = reservation.NewStore(db, e.table)
 	if e.ledger, err = ledger.New(db, ledger.Config{LedgerTable: tables["LedgerTable"], IdempotencyTable: e.table}); err != nil {
 		t.Fatal(err)
 	}
@@ -190,18 +192,18 @@ func transferOf(t *testing.T, resp events.APIGatewayProxyResponse) transfer.Tran
 }
 
 // setRecord moves a record to status with response, as the workflow does.
-func (e *env) setRecord(recordKey string, status idempotency.Status, response string) {
+func (e *env) setRecord(recordKey string, status reservation.Status, response string) {
 	e.t.Helper()
-	update := expression.Set(expression.Name(idempotency.AttrStatus), expression.Value(status))
+	update := expression.Set(expression.Name(reservation.AttrStatus), expression.Value(status))
 	if response != "" {
-		update = update.Set(expression.Name(idempotency.AttrResponse), expression.Value(response))
+		update = update.Set(expression.Name(reservation.AttrResponse), expression.Value(response))
 	}
 	expr, err := expression.NewBuilder().WithUpdate(update).Build()
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := e.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName: aws.String(e.table), Key: map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		TableName: aws.String(e.table), Key: map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
 		UpdateExpression: expr.Update(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	}); err != nil {
 		e.t.Fatal(err)
@@ -240,7 +242,7 @@ func TestPostNewTransfer(t *testing.T) {
 		t.Error("a new transfer is marked replayed")
 	}
 	rec, err := e.store.Get(context.Background(), aliceScope, "k1")
-	if err != nil || rec.Status != idempotency.StatusReserved {
+	if err != nil || rec.Status != reservation.StatusReserved {
 		t.Fatalf("record %+v, %v", rec, err)
 	}
 	out, err := e.sfn.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{
@@ -260,17 +262,17 @@ func TestPostReplays(t *testing.T) {
 	failed := `{"transferId":"transfer-1","status":"FAILED","sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR","reference":"","createdAt":"2026-05-04T09:08:07.654Z","settledAt":"2026-05-04T09:08:07.912Z","failure":{"code":"InsufficientFunds","detail":"balance too low","reversed":false}}`
 	tests := []struct {
 		name       string
-		status     idempotency.Status
+		status     reservation.Status
 		response   string
 		wantStatus int
 		wantState  string
 		wantCode   string
 	}{
-		{"reserved", idempotency.StatusReserved, "", 202, transfer.StatusPending, ""},
-		{"in progress", idempotency.StatusInProgress, "", 202, transfer.StatusPending, ""},
-		{"reconciling", idempotency.StatusReconciling, "", 202, transfer.StatusPending, ""},
-		{"completed", idempotency.StatusCompleted, completed, 200, transfer.StatusCompleted, ""},
-		{"failed", idempotency.StatusFailed, failed, 422, transfer.StatusFailed, "insufficient_funds"},
+		{"reserved", reservation.StatusReserved, "", 202, transfer.StatusPending, ""},
+		{"in progress", reservation.StatusInProgress, "", 202, transfer.StatusPending, ""},
+		{"reconciling", reservation.StatusReconciling, "", 202, transfer.StatusPending, ""},
+		{"completed", reservation.StatusCompleted, completed, 200, transfer.StatusCompleted, ""},
+		{"failed", reservation.StatusFailed, failed, 422, transfer.StatusFailed, "insufficient_funds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -421,7 +423,7 @@ func TestPostStepFunctionsUnavailable(t *testing.T) {
 		t.Fatalf("status %d headers %v problem %+v", resp.StatusCode, resp.Headers, p)
 	}
 	rec, err := e.store.Get(context.Background(), aliceScope, "k")
-	if err != nil || rec.Status != idempotency.StatusReserved {
+	if err != nil || rec.Status != reservation.StatusReserved {
 		t.Fatalf("record after failed start: %+v, %v; want it kept RESERVED", rec, err)
 	}
 	// The client's retry starts the same transfer.
@@ -440,7 +442,7 @@ func TestPostDynamoDBUnavailable(t *testing.T) {
 		o.BaseEndpoint = aws.String("http://127.0.0.1:1")
 		o.RetryMaxAttempts = 1
 	})
-	down := e.newHandler(e.sfn, idempotency.NewStore(db, e.table))
+	down := e.newHandler(e.sfn, reservation.NewStore(db, e.table))
 	req := post(alice, "k", body)
 	resp, err := down.Handle(context.Background(), req)
 	if err != nil {
@@ -460,7 +462,7 @@ func TestPostAfterExecutionClosed(t *testing.T) {
 	// A reservation whose execution ran and closed without settling it
 	// (the reaper's case): the replay's StartExecution gets
 	// ExecutionAlreadyExists and the answer comes from the record.
-	rec, _, err := e.store.Reserve(context.Background(), idempotency.Reservation{
+	rec, _, err := e.store.Reserve(context.Background(), reservation.Reservation{
 		Scope: aliceScope, Key: "k", Fingerprint: idempotency.Fingerprint([]byte(canonical(t))),
 		ResourceID: "closed-1", Request: []byte(canonical(t)),
 	})
@@ -601,12 +603,12 @@ func TestRetryStartsTheResumedAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expr, err := expression.NewBuilder().WithUpdate(expression.Set(expression.Name(idempotency.AttrAttempt), expression.Value(2))).Build()
+	expr, err := expression.NewBuilder().WithUpdate(expression.Set(expression.Name(reservation.AttrAttempt), expression.Value(2))).Build()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName: aws.String(e.table), Key: map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
+		TableName: aws.String(e.table), Key: map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
 		UpdateExpression: expr.Update(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	}); err != nil {
 		t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -101,9 +101,9 @@ func (h *Handler) listTransfers(ctx context.Context, scope string, req events.AP
 	if err != nil {
 		return problemResponse(problemFor(err), req.Path, nil)
 	}
-	var after *idempotency.Position
+	var after *reservation.Position
 	if pos != nil {
-		after = &idempotency.Position{CreatedAt: pos[posCreatedAt], Key: pos[posKey]}
+		after = &reservation.Position{CreatedAt: pos[posCreatedAt], Key: pos[posKey]}
 	}
 	recs, next, err := h.records.ListByScope(ctx, scope, limit, after)
 	if err != nil {

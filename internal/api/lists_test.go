@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/reservation"
 
 	"github.com/exactlyonce/transfers/internal/api"
 	"github.com/exactlyonce/transfers/internal/cursor"
@@ -264,7 +264,7 @@ func TestSyncRecipeFindsALateTransfer(t *testing.T) {
 				e.do(post(alice, fmt.Sprintf("k%d", i), body))
 			}
 			held := &heldPut{Client: e.db, sending: make(chan struct{}), release: make(chan struct{})}
-			slow := e.newHandler(e.sfn, idempotency.NewStore(held, e.table))
+			slow := e.newHandler(e.sfn, reservation.NewStore(held, e.table))
 			done := make(chan events.APIGatewayProxyResponse, 1)
 			go func() {
 				resp, err := slow.Handle(context.Background(), post(alice, "late", body))

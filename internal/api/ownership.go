@@ -11,8 +11,10 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/metrics"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -39,7 +41,7 @@ import (
 // A refused new key gets the same answer and leaves the same record
 // whether the owner was remembered or not, and whether the account
 // exists or not: an outsider learns nothing of which accounts are used.
-func (h *Handler) reserveOwned(ctx context.Context, r idempotency.Reservation, source, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
+func (h *Handler) reserveOwned(ctx context.Context, r reservation.Reservation, source, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
 	owner, known := h.owners.get(source)
 	var read <-chan singleflight.Result
 	if !known {
@@ -132,8 +134,8 @@ func (h *Handler) ownerOf(ctx context.Context, account string) (string, error) {
 // A record RESERVED under a later attempt was resumed: an earlier run may
 // have debited the account while the caller owned it, so it is answered
 // as it is (its next run is started, and completes what the debit began).
-func (h *Handler) notOwner(ctx context.Context, rec idempotency.Record, r idempotency.Reservation, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
-	if rec.Status == idempotency.StatusReserved && rec.Attempt == 0 && rec.Matches(r.Fingerprint) == nil {
+func (h *Handler) notOwner(ctx context.Context, rec reservation.Record, r reservation.Reservation, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
+	if rec.Status == reservation.StatusReserved && rec.Attempt == 0 && rec.Matches(r.Fingerprint) == nil {
 		return h.refuseReserved(ctx, rec, base, true)
 	}
 	return h.existing(ctx, rec, r.Fingerprint, base, instance, pref)
@@ -147,14 +149,14 @@ func (h *Handler) notOwner(ctx context.Context, rec idempotency.Record, r idempo
 // and the record stays RESERVED: whoever starts it (a retry, the
 // sweeper), its debit refuses it and it settles FAILED Forbidden.
 // replayed says whether the record answers an earlier request (a retry).
-func (h *Handler) refuseReserved(ctx context.Context, rec idempotency.Record, base string, replayed bool) events.APIGatewayProxyResponse {
+func (h *Handler) refuseReserved(ctx context.Context, rec reservation.Record, base string, replayed bool) events.APIGatewayProxyResponse {
 	location := base + "/transfers/" + rec.ResourceID
 	t, err := transfer.FromRecord(rec)
 	if err != nil {
 		return problemResponse(problemFor(err), location, nil)
 	}
 	t.Status = transfer.StatusFailed
-	t.SettledAt = time.Now().UTC().Format(idempotency.TimeFormat)
+	t.SettledAt = time.Now().UTC().Format(reservation.TimeFormat)
 	t.Failure = &transfer.Failure{Code: failureForbidden, Detail: fmt.Sprintf("The caller may not debit account %s.", t.SourceAccountID)}
 	response, err := json.Marshal(t)
 	if err != nil {

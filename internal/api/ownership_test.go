@@ -20,8 +20,10 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/api"
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -51,7 +53,7 @@ func (e *env) counted(enforce bool) (*api.Handler, *atomic.Int64) {
 		e.t.Fatal(err)
 	}
 	h := api.New(api.Config{StateMachineArn: e.arn, MaxAmount: 1000000, EnforceOwnership: enforce, Cursors: testCursors, OwnerCacheAge: time.Minute},
-		idempotency.NewStore(db, e.table), executions, led,
+		reservation.NewStore(db, e.table), executions, led,
 		func() string { e.ids++; return fmt.Sprintf("transfer-%d", e.ids) }, slog.New(slog.DiscardHandler))
 	return h, n
 }
@@ -91,26 +93,26 @@ func TestPostOwnership(t *testing.T) {
 		atMost    bool
 		// wantRecord is the status of the caller's key "k" afterwards;
 		// empty: no record.
-		wantRecord idempotency.Status
+		wantRecord reservation.Status
 		// wantStarted: an execution was started for this request.
 		wantStarted bool
 	}{
-		{name: "owner, warm", enforce: true, warm: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: idempotency.StatusReserved, wantStarted: true},
-		{name: "owner, cold", enforce: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 3, wantRecord: idempotency.StatusReserved, wantStarted: true},
-		{name: "owner's duplicate, warm", enforce: true, warm: true, prior: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 1, wantRecord: idempotency.StatusInProgress},
-		{name: "owner's duplicate, cold", enforce: true, prior: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 2, atMost: true, wantRecord: idempotency.StatusInProgress},
+		{name: "owner, warm", enforce: true, warm: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: reservation.StatusReserved, wantStarted: true},
+		{name: "owner, cold", enforce: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 3, wantRecord: reservation.StatusReserved, wantStarted: true},
+		{name: "owner's duplicate, warm", enforce: true, warm: true, prior: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 1, wantRecord: reservation.StatusInProgress},
+		{name: "owner's duplicate, cold", enforce: true, prior: true, caller: alice, source: "acct-a", wantStatus: 202, wantCalls: 2, atMost: true, wantRecord: reservation.StatusInProgress},
 		// Remembered or not, a foreign or unknown source gets the same
 		// answer and leaves the same record: the reservation, settled
 		// FAILED Forbidden (an outsider cannot tell an active account
 		// from one the container never saw).
-		{name: "another caller, warm", enforce: true, warm: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2, wantRecord: idempotency.StatusFailed},
-		{name: "another caller, cold", enforce: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 3, wantRecord: idempotency.StatusFailed},
-		{name: "unknown account, warm", enforce: true, warm: true, caller: alice, source: "ghost", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2, wantRecord: idempotency.StatusFailed},
-		{name: "unknown account, cold", enforce: true, caller: alice, source: "ghost", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 3, wantRecord: idempotency.StatusFailed},
+		{name: "another caller, warm", enforce: true, warm: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2, wantRecord: reservation.StatusFailed},
+		{name: "another caller, cold", enforce: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 3, wantRecord: reservation.StatusFailed},
+		{name: "unknown account, warm", enforce: true, warm: true, caller: alice, source: "ghost", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2, wantRecord: reservation.StatusFailed},
+		{name: "unknown account, cold", enforce: true, caller: alice, source: "ghost", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 3, wantRecord: reservation.StatusFailed},
 		// bob's "k" is bob's own key: alice's transfer under "k" is not
 		// his to see, and his request is refused as any other.
-		{name: "another caller with the owner's key, warm", enforce: true, warm: true, prior: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2, wantRecord: idempotency.StatusFailed},
-		{name: "ownership off", enforce: false, caller: bob, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: idempotency.StatusReserved, wantStarted: true},
+		{name: "another caller with the owner's key, warm", enforce: true, warm: true, prior: true, caller: bob, source: "acct-a", wantStatus: 403, wantCode: api.CodeForbidden, wantCalls: 2, wantRecord: reservation.StatusFailed},
+		{name: "ownership off", enforce: false, caller: bob, source: "acct-a", wantStatus: 202, wantCalls: 2, wantRecord: reservation.StatusReserved, wantStarted: true},
 	}
 	var refusals []string
 	for _, tt := range tests {
@@ -121,7 +123,7 @@ func TestPostOwnership(t *testing.T) {
 				first = transferOf(t, e.do(post(alice, "k", transferBody("acct-a")))).TransferID
 				// Its workflow started (a RESERVED record would be
 				// started again by the duplicate).
-				e.setRecord(idempotency.RecordKey(aliceScope, "k"), idempotency.StatusInProgress, "")
+				e.setRecord(idempotency.RecordKey(aliceScope, "k"), reservation.StatusInProgress, "")
 			}
 			h, calls := e.counted(tt.enforce)
 			e.handler = h
@@ -199,7 +201,7 @@ func TestPostOwnership(t *testing.T) {
 func TestOwnerReadOutlivesTheDuplicate(t *testing.T) {
 	e := newEnv(t)
 	e.do(post(alice, "k", transferBody("acct-a")))
-	e.setRecord(idempotency.RecordKey(aliceScope, "k"), idempotency.StatusInProgress, "")
+	e.setRecord(idempotency.RecordKey(aliceScope, "k"), reservation.StatusInProgress, "")
 	h, calls := e.counted(true)
 	e.handler = h
 	calls.Store(0)
@@ -232,7 +234,7 @@ func TestRetryOfARefusalSettlesItsReservation(t *testing.T) {
 	}
 	// What the first attempt left: the reservation alone.
 	canonical := tr.Canonical()
-	if _, _, err := e.store.Reserve(ctx, idempotency.Reservation{Scope: bobScope, Key: "k", Fingerprint: idempotency.Fingerprint(canonical),
+	if _, _, err := e.store.Reserve(ctx, reservation.Reservation{Scope: bobScope, Key: "k", Fingerprint: idempotency.Fingerprint(canonical),
 		ResourceID: "transfer-first", Request: canonical,
 		Attributes: ledger.RecordAttributes(tr.SourceAccountID, tr.DestinationAccountID, tr.Amount, tr.Currency)}); err != nil {
 		t.Fatal(err)
@@ -254,7 +256,7 @@ func TestRetryOfARefusalSettlesItsReservation(t *testing.T) {
 		t.Errorf("%d remote calls, want 2", n)
 	}
 	rec, err := e.store.Get(ctx, bobScope, "k")
-	if err != nil || rec.Status != idempotency.StatusFailed {
+	if err != nil || rec.Status != reservation.StatusFailed {
 		t.Fatalf("record %+v, %v; want FAILED", rec, err)
 	}
 	if n := len(e.executions()) - before; n != 0 {
@@ -289,7 +291,7 @@ func TestReplayOfAForbiddenTransfer(t *testing.T) {
 	}
 	failed := fmt.Sprintf(`{"transferId":%q,"status":"FAILED","sourceAccountId":"acct-a","destinationAccountId":"acct-b","amount":250,"currency":"EUR","createdAt":%q,"settledAt":%q,"failure":{"code":"Forbidden","detail":"The caller may not debit account acct-a."}}`,
 		first.TransferID, first.CreatedAt, first.CreatedAt)
-	e.setRecord(rec.Key, idempotency.StatusFailed, failed)
+	e.setRecord(rec.Key, reservation.StatusFailed, failed)
 	resp := e.do(post(alice, "k", transferBody("acct-a")))
 	p := problemOf(t, resp)
 	if resp.StatusCode != http.StatusForbidden || p.Code != api.CodeForbidden || resp.Headers[api.HeaderReplayed] != "true" ||
@@ -305,7 +307,7 @@ func TestRecordCarriesThePayload(t *testing.T) {
 	e.do(post(alice, "k", transferBody("acct-a")))
 	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(e.table),
-		Key:       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: idempotency.RecordKey(aliceScope, "k")}},
+		Key:       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: idempotency.RecordKey(aliceScope, "k")}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/metrics"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -62,7 +64,7 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 	}
 
 	id := h.newID()
-	reservation := idempotency.Reservation{
+	reservation := reservation.Reservation{
 		Scope: scope, Key: key, Fingerprint: fingerprint, ResourceID: id, Request: canonical,
 		Attributes: ledger.RecordAttributes(tr.SourceAccountID, tr.DestinationAccountID, tr.Amount, tr.Currency),
 	}
@@ -84,7 +86,7 @@ func (h *Handler) postTransfer(ctx context.Context, scope string, req events.API
 
 // existing answers a request whose key already has a record: 422 if the
 // record holds another request, else the record's answer.
-func (h *Handler) existing(ctx context.Context, rec idempotency.Record, fingerprint, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
+func (h *Handler) existing(ctx context.Context, rec reservation.Record, fingerprint, base, instance string, pref waitPref) events.APIGatewayProxyResponse {
 	if err := rec.Matches(fingerprint); err != nil {
 		h.log.InfoContext(ctx, "idempotency key reused with another request", "transferId", rec.ResourceID, "recordKey", rec.Key)
 		h.count(ctx, metrics.KeyReused)
@@ -113,9 +115,9 @@ func (h *Handler) overLimits(ctx context.Context, scope, key, fingerprint, base,
 }
 
 // replay answers a duplicate from the record its reservation returned.
-func (h *Handler) replay(ctx context.Context, rec idempotency.Record, base string) events.APIGatewayProxyResponse {
+func (h *Handler) replay(ctx context.Context, rec reservation.Record, base string) events.APIGatewayProxyResponse {
 	h.count(ctx, metrics.Replayed)
-	if rec.Status == idempotency.StatusReserved {
+	if rec.Status == reservation.StatusReserved {
 		// The first request may have died between its two calls: starting
 		// again with the stored name and input is safe.
 		h.count(ctx, metrics.StartRetried)
@@ -131,7 +133,7 @@ func (h *Handler) count(ctx context.Context, name string) {
 }
 
 // start starts (or finds running) the execution of rec's transfer.
-func (h *Handler) start(ctx context.Context, rec idempotency.Record, base string, replayed bool) events.APIGatewayProxyResponse {
+func (h *Handler) start(ctx context.Context, rec reservation.Record, base string, replayed bool) events.APIGatewayProxyResponse {
 	input, err := transfer.NewWorkflowInput(rec)
 	if err != nil {
 		return problemResponse(problemFor(fmt.Errorf("%w: %v", transfer.ErrCorruptRecord, err)), base+"/transfers", nil)
@@ -163,7 +165,7 @@ func (h *Handler) start(ctx context.Context, rec idempotency.Record, base string
 
 // answer renders a transfer by its record's state: 202 while pending, 200
 // when completed, 422 with the stored problem when failed.
-func (h *Handler) answer(rec idempotency.Record, base string, replayed bool) events.APIGatewayProxyResponse {
+func (h *Handler) answer(rec reservation.Record, base string, replayed bool) events.APIGatewayProxyResponse {
 	t, err := transfer.FromRecord(rec)
 	if err != nil {
 		return problemResponse(problemFor(err), base+"/transfers/"+rec.ResourceID, nil)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // Prefer: wait=N (RFC 7240): POST /transfers may wait up to N seconds for
@@ -125,7 +125,7 @@ func appliedWait(d time.Duration) string {
 // with Idempotent-Replayed for a replay), its stored failure (as a
 // replay answers it), or resp when the transfer is still running. Every
 // answer carries Preference-Applied.
-func (h *Handler) settle(ctx context.Context, rec idempotency.Record, base string, replayed bool, wait time.Duration, resp events.APIGatewayProxyResponse) events.APIGatewayProxyResponse {
+func (h *Handler) settle(ctx context.Context, rec reservation.Record, base string, replayed bool, wait time.Duration, resp events.APIGatewayProxyResponse) events.APIGatewayProxyResponse {
 	applied := appliedWait(wait)
 	switch {
 	case resp.StatusCode >= http.StatusInternalServerError:
@@ -180,7 +180,7 @@ type waitPref struct {
 
 // waited is resp, or, when the request asked to wait, the answer once the
 // transfer settles within the wait (settle).
-func (h *Handler) waited(ctx context.Context, rec idempotency.Record, base string, replayed bool, pref waitPref, resp events.APIGatewayProxyResponse) events.APIGatewayProxyResponse {
+func (h *Handler) waited(ctx context.Context, rec reservation.Record, base string, replayed bool, pref waitPref, resp events.APIGatewayProxyResponse) events.APIGatewayProxyResponse {
 	if !pref.on {
 		return resp
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/api"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 const (
@@ -36,7 +36,7 @@ func TestPreferWait(t *testing.T) {
 		// none).
 		first   *events.APIGatewayProxyRequest
 		req     events.APIGatewayProxyRequest
-		settle  idempotency.Status
+		settle  reservation.Status
 		respond string
 		// settleAfter: when the record settles after the request is sent
 		// (0: never).
@@ -47,21 +47,21 @@ func TestPreferWait(t *testing.T) {
 		wantCode     string
 	}{
 		{name: "completes within the wait", req: preferring(post(alice, "k", body), "wait=5"),
-			settle: idempotency.StatusCompleted, respond: completedResponse, settleAfter: 150 * time.Millisecond,
+			settle: reservation.StatusCompleted, respond: completedResponse, settleAfter: 150 * time.Millisecond,
 			wantStatus: http.StatusCreated, wantApplied: "wait=5"},
 		{name: "fails within the wait", req: preferring(post(alice, "k", body), "respond-async, wait=5"),
-			settle: idempotency.StatusFailed, respond: failedResponse, settleAfter: 150 * time.Millisecond,
+			settle: reservation.StatusFailed, respond: failedResponse, settleAfter: 150 * time.Millisecond,
 			wantStatus: http.StatusUnprocessableEntity, wantApplied: "wait=5", wantCode: "insufficient_funds"},
 		{name: "still running when the wait ends", req: preferring(post(alice, "k", body), "wait=1"),
 			wantStatus: http.StatusAccepted, wantApplied: "wait=1"},
 		{name: "a replay of a pending key waits", first: ptr(post(alice, "k", body)), req: preferring(post(alice, "k", body), "wait=5"),
-			settle: idempotency.StatusCompleted, respond: completedResponse, settleAfter: 150 * time.Millisecond,
+			settle: reservation.StatusCompleted, respond: completedResponse, settleAfter: 150 * time.Millisecond,
 			wantStatus: http.StatusOK, wantApplied: "wait=5", wantReplayed: true},
 		{name: "a replay of a failed key answers at once", first: ptr(post(alice, "k", body)), req: preferring(post(alice, "k", body), "wait=5"),
-			settle: idempotency.StatusFailed, respond: failedResponse,
+			settle: reservation.StatusFailed, respond: failedResponse,
 			wantStatus: http.StatusUnprocessableEntity, wantApplied: "wait=5", wantReplayed: true, wantCode: "insufficient_funds"},
 		{name: "the wait is capped", req: preferring(post(alice, "k", body), "wait=3600"),
-			settle: idempotency.StatusCompleted, respond: completedResponse, settleAfter: 150 * time.Millisecond,
+			settle: reservation.StatusCompleted, respond: completedResponse, settleAfter: 150 * time.Millisecond,
 			wantStatus: http.StatusCreated, wantApplied: "wait=10"},
 		{name: "the first wait counts", req: preferring(post(alice, "k", body), "wait=1", "wait=9"),
 			wantStatus: http.StatusAccepted, wantApplied: "wait=1"},
@@ -72,7 +72,7 @@ func TestPreferWait(t *testing.T) {
 		// The web ACL marks a caller's waits over CallerWaitLimit: they
 		// are answered at once, as without the preference.
 		{name: "a wait over the caller's wait limit is answered at once", req: waitLimited(preferring(post(alice, "k", body), "wait=5")),
-			settle: idempotency.StatusCompleted, respond: completedResponse, settleAfter: 150 * time.Millisecond,
+			settle: reservation.StatusCompleted, respond: completedResponse, settleAfter: 150 * time.Millisecond,
 			wantStatus: http.StatusAccepted},
 	}
 	for _, tt := range tests {

@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/api"
 	"github.com/exactlyonce/transfers/internal/cursor"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // Orchestrator builds the API handler. Environment: IDEMPOTENCY_TABLE,
@@ -63,7 +63,7 @@ func NewOrchestrator(env Env, db *dynamodb.Client, executions api.Executions, lo
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: CURSOR_KEY: %w", err)
 	}
-	store := idempotency.NewStore(db, env("IDEMPOTENCY_TABLE"), idempotency.WithRetention(time.Duration(hours)*time.Hour))
+	store := reservation.NewStore(db, env("IDEMPOTENCY_TABLE"), reservation.WithRetention(time.Duration(hours)*time.Hour))
 	cfg := api.Config{StateMachineArn: machine, MaxAmount: maxAmount, EnforceOwnership: enforce, ScopeBySession: bySession, Cursors: cursors, OwnerCacheAge: OwnerCacheAge}
 	return api.New(cfg, store, executions, led, newTransferID, log), nil
 }

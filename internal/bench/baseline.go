@@ -18,7 +18,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -71,14 +73,14 @@ func (c *conventional) Handle(ctx context.Context, req events.APIGatewayProxyReq
 			return answer(http.StatusForbidden, map[string]string{"error": "forbidden"})
 		}
 	}
-	rec := idempotency.Record{
+	rec := reservation.Record{
 		Key:              idempotency.RecordKey(scope, key),
 		Scope:            scope,
-		Status:           idempotency.StatusInProgress,
+		Status:           reservation.StatusInProgress,
 		Fingerprint:      idempotency.Fingerprint(canonical),
 		ResourceID:       uuid.NewString(),
 		Request:          string(canonical),
-		CreatedAt:        time.Now().UTC().Format(idempotency.TimeFormat),
+		CreatedAt:        time.Now().UTC().Format(reservation.TimeFormat),
 		RetentionSeconds: 24 * 3600,
 	}
 	item, err := attributevalue.MarshalMap(rec)
@@ -93,7 +95,7 @@ func (c *conventional) Handle(ctx context.Context, req events.APIGatewayProxyReq
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(#k)"),
 		ExpressionAttributeNames: map[string]string{
-			"#k": idempotency.AttrKey,
+			"#k": reservation.AttrKey,
 		},
 	})
 	var taken *types.ConditionalCheckFailedException
@@ -122,7 +124,7 @@ func (c *conventional) Handle(ctx context.Context, req events.APIGatewayProxyReq
 	}
 	if _, err := c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(c.table),
-		Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
+		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
 		UpdateExpression:          update.Update(),
 		ExpressionAttributeNames:  update.Names(),
 		ExpressionAttributeValues: update.Values(),
@@ -139,16 +141,16 @@ func (c *conventional) Handle(ctx context.Context, req events.APIGatewayProxyReq
 // existing answers a taken key from its record: a strongly consistent
 // GetItem, then the stored response, the pending transfer, or 422 when
 // the request differs.
-func (c *conventional) existing(ctx context.Context, rec idempotency.Record) (events.APIGatewayProxyResponse, error) {
+func (c *conventional) existing(ctx context.Context, rec reservation.Record) (events.APIGatewayProxyResponse, error) {
 	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(c.table),
-		Key:            map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
+		Key:            map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
-	var stored idempotency.Record
+	var stored reservation.Record
 	if err := attributevalue.UnmarshalMap(out.Item, &stored); err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}

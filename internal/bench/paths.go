@@ -20,10 +20,12 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/app"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
 	"github.com/exactlyonce/transfers/internal/local/stack"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // Request kinds.
@@ -82,7 +84,7 @@ type paths struct {
 	st      *stack.Stack
 	machine string
 	led     *ledger.Ledger
-	store   *idempotency.Store
+	store   *reservation.Store
 	db      *dynamodb.Client
 	impls   []*impl
 	// keys numbers the new keys of the whole run.
@@ -128,7 +130,7 @@ func newPaths(ctx context.Context, st *stack.Stack) (*paths, error) {
 	if p.led, err = ledger.New(p.db, ledger.Config{LedgerTable: st.Tables["LedgerTable"], IdempotencyTable: st.Tables["IdempotencyTable"]}); err != nil {
 		return nil, err
 	}
-	p.store = idempotency.NewStore(p.db, st.Tables["IdempotencyTable"])
+	p.store = reservation.NewStore(p.db, st.Tables["IdempotencyTable"])
 	for c := range maxClients {
 		if _, err := p.led.OpenAccount(ctx, source(c), scope, "EUR", 1<<50); err != nil {
 			return nil, fmt.Errorf("open accounts: %w", err)
@@ -285,7 +287,7 @@ func (p *paths) settle(ctx context.Context, family string, h handler) error {
 		}
 		response := fmt.Sprintf(`{"transferId":%q,"status":"COMPLETED","sourceAccountId":%q,"destinationAccountId":"bench-dst","amount":1,"currency":"EUR","reference":"benchmark","createdAt":%q}`,
 			rec.ResourceID, source(d.client), rec.CreatedAt)
-		if err := setStatus(ctx, p.db, p.st.Tables["IdempotencyTable"], rec.Key, idempotency.StatusCompleted, response); err != nil {
+		if err := setStatus(ctx, p.db, p.st.Tables["IdempotencyTable"], rec.Key, reservation.StatusCompleted, response); err != nil {
 			return err
 		}
 		p.pool[family] = append(p.pool[family], d)
@@ -342,7 +344,7 @@ func (p *paths) raw(ctx context.Context, ownership bool) (*impl, error) {
 // the reservation's PutItem, which is the same call whatever the
 // ownership setting (with ownership enforced the orchestrator checks the
 // owner beside it, not in it).
-func (p *paths) rawOps(ownership bool, newIn, dupIn map[string]any, probeRec idempotency.Record, dupKey string, pool []pooled, prefix string) (func(*dynamodb.Client) map[string]Op, error) {
+func (p *paths) rawOps(ownership bool, newIn, dupIn map[string]any, probeRec reservation.Record, dupKey string, pool []pooled, prefix string) (func(*dynamodb.Client) map[string]Op, error) {
 	newPut, ok1 := newIn["PutItem"].(*dynamodb.PutItemInput)
 	dupPut, ok2 := dupIn["PutItem"].(*dynamodb.PutItemInput)
 	if !ok1 || !ok2 {

@@ -9,15 +9,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // setStatus moves a record to status, storing response when it is not "".
-func setStatus(ctx context.Context, db *dynamodb.Client, table, recordKey string, status idempotency.Status, response string) error {
-	update := expression.Set(expression.Name(idempotency.AttrStatus), expression.Value(status))
+func setStatus(ctx context.Context, db *dynamodb.Client, table, recordKey string, status reservation.Status, response string) error {
+	update := expression.Set(expression.Name(reservation.AttrStatus), expression.Value(status))
 	if response != "" {
-		update = update.Set(expression.Name(idempotency.AttrResponse), expression.Value(response)).
-			Remove(expression.Name(idempotency.AttrPending))
+		update = update.Set(expression.Name(reservation.AttrResponse), expression.Value(response)).
+			Remove(expression.Name(reservation.AttrPending))
 	}
 	expr, err := expression.NewBuilder().WithUpdate(update).Build()
 	if err != nil {
@@ -25,7 +25,7 @@ func setStatus(ctx context.Context, db *dynamodb.Client, table, recordKey string
 	}
 	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(table),
-		Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
 		UpdateExpression:          expr.Update(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),

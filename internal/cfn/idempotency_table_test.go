@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/cfn"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // idempotencyTable is template.yaml's IdempotencyTable, freshly resolved.
@@ -102,14 +102,14 @@ func notProjected(got, want *types.Projection) string {
 }
 
 // TestIdempotencyTableServesTheStore: template.yaml's IdempotencyTable has
-// at least the schema the idempotency library's Store needs, as the
-// library declares it (idempotency.TableInput, TimeToLiveInput): its key,
+// at least the schema the service's reservation store needs, as it
+// declares it (reservation.TableInput, TimeToLiveInput): its key,
 // the indexes the Store queries with their keys and projections, and Time
 // to Live on the attribute a settled record carries. So the two cannot
 // drift apart.
 func TestIdempotencyTableServesTheStore(t *testing.T) {
 	tbl := idempotencyTable(t, projectTemplate(t))
-	for _, gap := range schemaGaps(tbl, idempotency.TableInput("x"), idempotency.TimeToLiveInput("x")) {
+	for _, gap := range schemaGaps(tbl, reservation.TableInput("x"), reservation.TimeToLiveInput("x")) {
 		t.Errorf("IdempotencyTable: %s", gap)
 	}
 }
@@ -139,27 +139,27 @@ func TestSchemaGaps(t *testing.T) {
 		}, true},
 		{"an index dropped", func(tbl cfn.Table) cfn.Table {
 			tbl.Input.GlobalSecondaryIndexes = slices.DeleteFunc(tbl.Input.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndex) bool {
-				return aws.ToString(g.IndexName) == idempotency.IndexByResourceID
+				return aws.ToString(g.IndexName) == reservation.IndexByResourceID
 			})
 			return tbl
 		}, true},
 		{"an index's range key dropped", func(tbl cfn.Table) cfn.Table {
-			g := index(tbl, idempotency.IndexByScope)
+			g := index(tbl, reservation.IndexByScope)
 			g.KeySchema = g.KeySchema[:1]
 			return tbl
 		}, true},
 		{"an attribute projected no more", func(tbl cfn.Table) cfn.Table {
-			p := index(tbl, idempotency.IndexByScope).Projection
+			p := index(tbl, reservation.IndexByScope).Projection
 			p.NonKeyAttributes = slices.DeleteFunc(slices.Clone(p.NonKeyAttributes), func(a string) bool { return a == "response" })
 			return tbl
 		}, true},
 		{"keys only where all are read", func(tbl cfn.Table) cfn.Table {
-			index(tbl, idempotency.IndexByResourceID).Projection = &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
+			index(tbl, reservation.IndexByResourceID).Projection = &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
 			return tbl
 		}, true},
 		{"a key attribute of another type", func(tbl cfn.Table) cfn.Table {
 			for i, d := range tbl.Input.AttributeDefinitions {
-				if aws.ToString(d.AttributeName) == idempotency.AttrCreatedAt {
+				if aws.ToString(d.AttributeName) == reservation.AttrCreatedAt {
 					tbl.Input.AttributeDefinitions[i].AttributeType = types.ScalarAttributeTypeN
 				}
 			}
@@ -171,13 +171,13 @@ func TestSchemaGaps(t *testing.T) {
 		}, true},
 		{"no time to live", func(tbl cfn.Table) cfn.Table { tbl.TimeToLive = nil; return tbl }, true},
 		{"all projected where some are read", func(tbl cfn.Table) cfn.Table {
-			index(tbl, idempotency.IndexByScope).Projection = &types.Projection{ProjectionType: types.ProjectionTypeAll}
+			index(tbl, reservation.IndexByScope).Projection = &types.Projection{ProjectionType: types.ProjectionTypeAll}
 			return tbl
 		}, false},
 		{"another index", func(tbl cfn.Table) cfn.Table {
 			tbl.Input.GlobalSecondaryIndexes = append(tbl.Input.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
 				IndexName:  aws.String("Extra"),
-				KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String(idempotency.AttrStatus), KeyType: types.KeyTypeHash}},
+				KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String(reservation.AttrStatus), KeyType: types.KeyTypeHash}},
 				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 			})
 			return tbl
@@ -186,7 +186,7 @@ func TestSchemaGaps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tbl := tt.change(idempotencyTable(t, tmpl))
-			gaps := schemaGaps(tbl, idempotency.TableInput("x"), idempotency.TimeToLiveInput("x"))
+			gaps := schemaGaps(tbl, reservation.TableInput("x"), reservation.TimeToLiveInput("x"))
 			if (len(gaps) > 0) != tt.gap {
 				t.Errorf("gaps %q, want a gap: %v", gaps, tt.gap)
 			}

@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
 	"github.com/exactlyonce/transfers/internal/local/fault"
 	"github.com/exactlyonce/transfers/internal/percentile"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -652,7 +652,7 @@ func refusedLate(s *chaos.Snapshot, transferID string) string {
 		return "no record"
 	}
 	var t transfer.Transfer
-	if rec.Status != idempotency.StatusFailed || json.Unmarshal([]byte(rec.Response), &t) != nil || t.Failure == nil || t.Failure.Code != "Forbidden" {
+	if rec.Status != reservation.StatusFailed || json.Unmarshal([]byte(rec.Response), &t) != nil || t.Failure == nil || t.Failure.Code != "Forbidden" {
 		return fmt.Sprintf("record %s %s, want FAILED Forbidden", rec.Status, rec.Response)
 	}
 	for _, e := range s.Entries(transferID) {

@@ -32,8 +32,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -109,7 +109,7 @@ type Report struct {
 	Accounts, Entries, Voided int
 	// Records counts the idempotency records, by status.
 	Records  int
-	ByStatus map[idempotency.Status]int
+	ByStatus map[reservation.Status]int
 	// Failures counts the FAILED records by failure code, with
 	// "/reversed" for those whose debit was refunded.
 	Failures map[string]int
@@ -199,12 +199,12 @@ type Snapshot struct {
 	// Entries by transfer id, voided ones included.
 	ByTransfer map[string][]Entry
 	// Records by pk.
-	Records map[string]idempotency.Record
+	Records map[string]reservation.Record
 }
 
 // ReadSnapshot scans both tables with consistent reads.
 func ReadSnapshot(ctx context.Context, db DynamoDBScanAPI, ledgerTable, idempotencyTable string) (*Snapshot, error) {
-	s := &Snapshot{accounts: map[string]*account{}, ByTransfer: map[string][]Entry{}, Records: map[string]idempotency.Record{}}
+	s := &Snapshot{accounts: map[string]*account{}, ByTransfer: map[string][]Entry{}, Records: map[string]reservation.Record{}}
 	acct := func(id string) *account {
 		a, ok := s.accounts[id]
 		if !ok {
@@ -245,7 +245,7 @@ func ReadSnapshot(ctx context.Context, db DynamoDBScanAPI, ledgerTable, idempote
 		return nil, fmt.Errorf("read ledger table %s: %w", ledgerTable, err)
 	}
 	err = scan(ctx, db, idempotencyTable, func(item map[string]types.AttributeValue) error {
-		var rec idempotency.Record
+		var rec reservation.Record
 		if err := attributevalue.UnmarshalMap(item, &rec); err != nil {
 			return fmt.Errorf("decode idempotency record: %w", err)
 		}
@@ -309,13 +309,13 @@ func (s *Snapshot) AccountEntries(accountID string) []Entry {
 }
 
 // RecordOf returns the record whose resourceId is transferID.
-func (s *Snapshot) RecordOf(transferID string) (idempotency.Record, bool) {
+func (s *Snapshot) RecordOf(transferID string) (reservation.Record, bool) {
 	for _, rec := range s.Records {
 		if rec.ResourceID == transferID {
 			return rec, true
 		}
 	}
-	return idempotency.Record{}, false
+	return reservation.Record{}, false
 }
 
 func scan(ctx context.Context, db DynamoDBScanAPI, table string, each func(map[string]types.AttributeValue) error) error {
@@ -349,7 +349,7 @@ func Check(ctx context.Context, db DynamoDBScanAPI, ledgerTable, idempotencyTabl
 
 // Check checks the invariants on the snapshot.
 func (s *Snapshot) Check(opening map[string]Opening) Report {
-	r := Report{ByStatus: map[idempotency.Status]int{}, Failures: map[string]int{}}
+	r := Report{ByStatus: map[reservation.Status]int{}, Failures: map[string]int{}}
 	add := func(v Violation) { r.Violations = append(r.Violations, v) }
 
 	// Conservation and balance integrity.
@@ -439,7 +439,7 @@ func (s *Snapshot) Check(opening map[string]Opening) Report {
 			add(Violation{Invariant: Terminal, TransferID: rec.ResourceID, RecordKey: rec.Key,
 				Message: fmt.Sprintf("record is %s, not COMPLETED or FAILED", rec.Status)})
 		}
-		if rec.Status == idempotency.StatusFailed {
+		if rec.Status == reservation.StatusFailed {
 			var t transfer.Transfer
 			if json.Unmarshal([]byte(rec.Response), &t) == nil && t.Failure != nil {
 				code := t.Failure.Code
@@ -477,7 +477,7 @@ func (s *Snapshot) Check(opening map[string]Opening) Report {
 
 // replayProblems lists where the record's stored request and answer
 // disagree with the ledger's entries of its transfer.
-func (s *Snapshot) replayProblems(rec idempotency.Record) []string {
+func (s *Snapshot) replayProblems(rec reservation.Record) []string {
 	var out []string
 	var req transfer.Request
 	if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {
@@ -523,14 +523,14 @@ func (s *Snapshot) replayProblems(rec idempotency.Record) []string {
 	}
 	debit, credit, refund := posted[ledger.Debit], posted[ledger.Credit], posted[ledger.Refund]
 	switch rec.Status {
-	case idempotency.StatusCompleted:
+	case reservation.StatusCompleted:
 		if !debit || !credit || refund {
 			out = append(out, fmt.Sprintf("COMPLETED, but the ledger has %s (want DEBIT and CREDIT)", legs))
 		}
 		if t.Failure != nil {
 			out = append(out, fmt.Sprintf("COMPLETED with a failure %+v", *t.Failure))
 		}
-	case idempotency.StatusFailed:
+	case reservation.StatusFailed:
 		nothing := !debit && !credit && !refund
 		reversed := debit && refund && !credit
 		if !nothing && !reversed {

@@ -21,10 +21,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/fault"
 	"github.com/exactlyonce/transfers/internal/local/stack"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // Options configure Start.
@@ -284,12 +284,12 @@ func (h *Harness) Running(ctx context.Context) ([]string, error) {
 }
 
 // Pending returns the records that are not terminal.
-func (h *Harness) Pending(ctx context.Context) ([]idempotency.Record, error) {
+func (h *Harness) Pending(ctx context.Context) ([]reservation.Record, error) {
 	s, err := ReadSnapshot(ctx, h.DB, h.LedgerTable, h.IdempotencyTable)
 	if err != nil {
 		return nil, err
 	}
-	var out []idempotency.Record
+	var out []reservation.Record
 	for _, k := range slices.Sorted(maps.Keys(s.Records)) {
 		if rec := s.Records[k]; !rec.Status.Terminal() {
 			out = append(out, rec)
@@ -305,7 +305,7 @@ type QuiesceReport struct {
 	Sweeps, SweepErrors int
 	// Pending is what was left non-terminal when Quiesce gave up; empty
 	// on success.
-	Pending []idempotency.Record
+	Pending []reservation.Record
 	// Running is the executions still running when Quiesce gave up.
 	Running []string
 	// Expired is the number of items the TTL emulator deleted.
@@ -370,7 +370,7 @@ func (h *Harness) Quiesce(ctx context.Context) (QuiesceReport, error) {
 		youngest := time.Time{}
 		for _, r := range pending {
 			at := cmp.Or(r.SweepAt, r.CreatedAt)
-			if c, err := time.Parse(idempotency.TimeFormat, at); err == nil && c.After(youngest) {
+			if c, err := time.Parse(reservation.TimeFormat, at); err == nil && c.After(youngest) {
 				youngest = c
 			}
 		}

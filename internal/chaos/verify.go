@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -162,7 +162,7 @@ type expected struct {
 	transferStatus string
 }
 
-func expectedAnswer(rec idempotency.Record) (expected, error) {
+func expectedAnswer(rec reservation.Record) (expected, error) {
 	if !rec.Status.Terminal() {
 		return expected{status: http.StatusAccepted, transferStatus: transfer.StatusPending}, nil
 	}
@@ -170,7 +170,7 @@ func expectedAnswer(rec idempotency.Record) (expected, error) {
 	if err := json.Unmarshal([]byte(rec.Response), &t); err != nil {
 		return expected{}, fmt.Errorf("record %s: stored response: %w", rec.Key, err)
 	}
-	if rec.Status == idempotency.StatusCompleted {
+	if rec.Status == reservation.StatusCompleted {
 		return expected{status: http.StatusOK, transferStatus: transfer.StatusCompleted}, nil
 	}
 	code := "transfer_failed"

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/ledger/ledgertest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // TestConservation drives many transfers at once through random
@@ -111,7 +111,7 @@ func runConservation(t *testing.T, seed uint64) {
 		if _, ok := entries[ledger.Debit]; !ok || len(entries) != 1 {
 			continue
 		}
-		env.SetRecord(t, tr.RecordKey, idempotency.StatusReconciling, tr.ID)
+		env.SetRecord(t, tr.RecordKey, reservation.StatusReconciling, tr.ID)
 		obs[i].add(t, env.Post(t, tr, ledger.Refund))
 	}
 
@@ -231,7 +231,7 @@ func drive(ctx context.Context, t *testing.T, env *ledgertest.Env, tr ledgertest
 			burst(ledger.Refund, 1+r.IntN(2), none)
 		}
 	case 1: // the reaper fences the transfer, then refunds; a late credit is fenced
-		if err := env.PutRecord(ctx, tr.RecordKey, idempotency.StatusReconciling, tr.ID); err != nil {
+		if err := env.PutRecord(ctx, tr.RecordKey, reservation.StatusReconciling, tr.ID); err != nil {
 			t.Errorf("fence %s: %v", tr.ID, err)
 			return
 		}

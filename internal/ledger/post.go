@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // Positions of the items in a leg's transaction; CancellationReasons are
@@ -234,15 +234,15 @@ func (l *Ledger) plan(leg Leg, version int64) (plan, error) {
 // and the transfer is the leg's: same accounts, amount and currency (see
 // RecordAttributes) and, for a leg with an Owner, the same caller scope.
 func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
-	status := expression.Name(idempotency.AttrStatus)
-	inProgress := expression.Value(string(idempotency.StatusInProgress))
+	status := expression.Name(reservation.AttrStatus)
+	inProgress := expression.Value(string(reservation.StatusInProgress))
 	allowed := status.In(inProgress)
 	if leg.Kind == Refund {
-		allowed = status.In(inProgress, expression.Value(string(idempotency.StatusReconciling)))
+		allowed = status.In(inProgress, expression.Value(string(reservation.StatusReconciling)))
 	}
 	cond := allowed.And(
-		idempotency.AttemptIs(leg.Attempt),
-		expression.Name(idempotency.AttrResourceID).Equal(expression.Value(leg.TransferID)),
+		reservation.AttemptIs(leg.Attempt),
+		expression.Name(reservation.AttrResourceID).Equal(expression.Value(leg.TransferID)),
 		expression.Name(RecordAttrSource).Equal(expression.Value(leg.source())),
 		expression.Name(RecordAttrDestination).Equal(expression.Value(leg.destination())),
 		expression.Name(RecordAttrAmount).Equal(expression.Value(leg.Amount)),
@@ -250,7 +250,7 @@ func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
 	)
 	if scope := leg.Owner + leg.Caller; scope != "" {
 		// At most one of them is set (Validate).
-		cond = cond.And(expression.Name(idempotency.AttrScope).Equal(expression.Value(scope)))
+		cond = cond.And(expression.Name(reservation.AttrScope).Equal(expression.Value(scope)))
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
@@ -259,7 +259,7 @@ func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
 	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 		TableName: aws.String(l.idempotency),
 		Key: map[string]types.AttributeValue{
-			idempotency.AttrKey: &types.AttributeValueMemberS{Value: leg.RecordKey},
+			reservation.AttrKey: &types.AttributeValueMemberS{Value: leg.RecordKey},
 		},
 		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
@@ -538,7 +538,7 @@ func fenceError(leg Leg, item map[string]types.AttributeValue) error {
 		return fmt.Errorf("%w: idempotency record not found", ErrFenced)
 	}
 	var rec struct {
-		idempotency.Record
+		reservation.Record
 		Source      string `dynamodbav:"sourceAccountId"`
 		Destination string `dynamodbav:"destinationAccountId"`
 		Amount      int64  `dynamodbav:"amount"`

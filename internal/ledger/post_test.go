@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/ledger/ledgertest"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 func TestMain(m *testing.M) { ddbtest.Main(m) }
@@ -152,10 +152,10 @@ func TestPostRetryReturnsStoredEntry(t *testing.T) {
 	}{
 		{"nothing", func(*testing.T, ledgertest.Transfer) {}},
 		{"record completed", func(t *testing.T, tr ledgertest.Transfer) {
-			env.SetRecord(t, tr.RecordKey, idempotency.StatusCompleted, tr.ID)
+			env.SetRecord(t, tr.RecordKey, reservation.StatusCompleted, tr.ID)
 		}},
 		{"record failed", func(t *testing.T, tr ledgertest.Transfer) {
-			env.SetRecord(t, tr.RecordKey, idempotency.StatusFailed, tr.ID)
+			env.SetRecord(t, tr.RecordKey, reservation.StatusFailed, tr.ID)
 		}},
 		{"record deleted", func(t *testing.T, tr ledgertest.Transfer) { env.DeleteRecord(t, tr.RecordKey) }},
 		{"accounts closed", func(t *testing.T, tr ledgertest.Transfer) {
@@ -266,19 +266,19 @@ func TestPostFenced(t *testing.T) {
 		allows []ledger.Kind
 	}{
 		{name: "reserved", fence: func(t *testing.T, tr ledgertest.Transfer) {
-			env.SetRecord(t, tr.RecordKey, idempotency.StatusReserved, tr.ID)
+			env.SetRecord(t, tr.RecordKey, reservation.StatusReserved, tr.ID)
 		}},
 		{name: "reconciling", allows: []ledger.Kind{ledger.Refund}, fence: func(t *testing.T, tr ledgertest.Transfer) {
-			env.SetRecord(t, tr.RecordKey, idempotency.StatusReconciling, tr.ID)
+			env.SetRecord(t, tr.RecordKey, reservation.StatusReconciling, tr.ID)
 		}},
 		{name: "completed", fence: func(t *testing.T, tr ledgertest.Transfer) {
-			env.SetRecord(t, tr.RecordKey, idempotency.StatusCompleted, tr.ID)
+			env.SetRecord(t, tr.RecordKey, reservation.StatusCompleted, tr.ID)
 		}},
 		{name: "failed", fence: func(t *testing.T, tr ledgertest.Transfer) {
-			env.SetRecord(t, tr.RecordKey, idempotency.StatusFailed, tr.ID)
+			env.SetRecord(t, tr.RecordKey, reservation.StatusFailed, tr.ID)
 		}},
 		{name: "other transfer", fence: func(t *testing.T, tr ledgertest.Transfer) {
-			env.SetRecord(t, tr.RecordKey, idempotency.StatusInProgress, ledgertest.ID("tr"))
+			env.SetRecord(t, tr.RecordKey, reservation.StatusInProgress, ledgertest.ID("tr"))
 		}},
 		{name: "missing", fence: func(t *testing.T, tr ledgertest.Transfer) { env.DeleteRecord(t, tr.RecordKey) }},
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/ledger/ledgertest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // TestResolveCancellation feeds the interpretation of a cancelled debit
@@ -96,7 +96,7 @@ func TestLocalCancellationReasons(t *testing.T) {
 	env := ledgertest.New(t)
 	tr := transferFixture(t, env)
 	env.Post(t, tr, ledger.Debit)
-	env.SetRecord(t, tr.RecordKey, idempotency.StatusCompleted, tr.ID)
+	env.SetRecord(t, tr.RecordKey, reservation.StatusCompleted, tr.ID)
 	ghost := ledgertest.ID("ghost")
 	item := func(pk, sk string) map[string]types.AttributeValue {
 		return map[string]types.AttributeValue{

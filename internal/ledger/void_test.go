@@ -6,9 +6,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/ledger/ledgertest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 func TestVoid(t *testing.T) {
@@ -36,7 +36,7 @@ func TestVoid(t *testing.T) {
 			}},
 		{name: "fenced record", wantErr: ledger.ErrFenced,
 			prepare: func(t *testing.T, tr ledgertest.Transfer) {
-				env.SetRecord(t, tr.RecordKey, idempotency.StatusReconciling, tr.ID)
+				env.SetRecord(t, tr.RecordKey, reservation.StatusReconciling, tr.ID)
 			}},
 	}
 	for _, tc := range cases {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/reaper"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // TestHandleStatusChange settles transfers from the status change events
@@ -61,7 +61,7 @@ func TestHandleStatusChange(t *testing.T) {
 				e.abort(t, arn)
 				return arn
 			},
-			want: &settled{status: idempotency.StatusFailed, code: reaper.CodeAborted, reversed: true},
+			want: &settled{status: reservation.StatusFailed, code: reaper.CodeAborted, reversed: true},
 		},
 	}
 	for _, tc := range tests {

@@ -20,11 +20,13 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/ledger/ledgertest"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
 	"github.com/exactlyonce/transfers/internal/local/sfnlocal"
 	"github.com/exactlyonce/transfers/internal/reaper"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -183,7 +185,7 @@ func (e *env) newReaper(t *testing.T, l reaper.Ledger, edit func(*reaper.Config)
 type fixture struct {
 	src, dst string
 	req      transfer.Request
-	rec      idempotency.Record
+	rec      reservation.Record
 }
 
 // newTransfer opens a source (openingBalance) and a destination (0) and
@@ -211,16 +213,16 @@ const callerScope = "caller"
 // reserve reserves a fresh key for request, createdAt age ago, with the
 // transfer's payload in the record as the orchestrator stores it (none
 // when request is not a transfer).
-func (e *env) reserve(t *testing.T, request []byte, age time.Duration) idempotency.Record {
+func (e *env) reserve(t *testing.T, request []byte, age time.Duration) reservation.Record {
 	t.Helper()
-	store := idempotency.NewStore(e.db, e.tables["IdempotencyTable"],
-		idempotency.WithClock(func() time.Time { return time.Now().Add(-age) }))
+	store := reservation.NewStore(e.db, e.tables["IdempotencyTable"],
+		reservation.WithClock(func() time.Time { return time.Now().Add(-age) }))
 	var attrs map[string]types.AttributeValue
 	var req transfer.Request
 	if json.Unmarshal(request, &req) == nil {
 		attrs = ledger.RecordAttributes(req.SourceAccountID, req.DestinationAccountID, req.Amount, req.Currency)
 	}
-	rec, created, err := store.Reserve(testContext(t), idempotency.Reservation{
+	rec, created, err := store.Reserve(testContext(t), reservation.Reservation{
 		Scope:       callerScope,
 		Key:         ledgertest.ID("key"),
 		Fingerprint: idempotency.Fingerprint(request),
@@ -339,7 +341,7 @@ func (e *env) attemptARN(f fixture, attempt int64) string {
 func (e *env) checkResumed(t *testing.T, f fixture, attempt int64, entries ...ledger.Kind) {
 	t.Helper()
 	rec := e.record(t, f)
-	if rec.Attempt != attempt || rec.Status != idempotency.StatusReserved || rec.Pending != "RESERVED" || rec.ExecutionArn != "" {
+	if rec.Attempt != attempt || rec.Status != reservation.StatusReserved || rec.Pending != "RESERVED" || rec.ExecutionArn != "" {
 		t.Fatalf("record = attempt %d %s (pending %q, execution %q); want attempt %d RESERVED in the Pending index",
 			rec.Attempt, rec.Status, rec.Pending, rec.ExecutionArn, attempt)
 	}
@@ -385,7 +387,7 @@ func (e *env) markInProgressAt(t *testing.T, f fixture, at time.Time) {
 		expression.Set(expression.Name("status"), expression.Value("IN_PROGRESS")).
 			Set(expression.Name("pending"), expression.Value("IN_PROGRESS")).
 			Set(expression.Name("executionArn"), expression.Value(e.executionARN(f))).
-			Set(expression.Name("updatedAt"), expression.Value(at.UTC().Format(idempotency.TimeFormat))))
+			Set(expression.Name("updatedAt"), expression.Value(at.UTC().Format(reservation.TimeFormat))))
 }
 
 // markReconciling fences the record as a reaper does before it reads the
@@ -399,7 +401,7 @@ func (e *env) markReconciling(t *testing.T, f fixture) {
 
 // markTerminal stores a final status and response as the workflow's
 // MarkCompleted / MarkFailed do.
-func (e *env) markTerminal(t *testing.T, f fixture, status idempotency.Status, response string) {
+func (e *env) markTerminal(t *testing.T, f fixture, status reservation.Status, response string) {
 	t.Helper()
 	e.update(t, f, expression.Name("status").Equal(expression.Value("IN_PROGRESS")),
 		expression.Set(expression.Name("status"), expression.Value(string(status))).
@@ -457,9 +459,9 @@ func (e *env) voidDebit(t *testing.T, f fixture, reason string) {
 }
 
 // record reads the transfer's record, strongly consistent.
-func (e *env) record(t *testing.T, f fixture) idempotency.Record {
+func (e *env) record(t *testing.T, f fixture) reservation.Record {
 	t.Helper()
-	rec, err := idempotency.NewStore(e.db, e.tables["IdempotencyTable"]).GetByRecordKey(testContext(t), f.rec.Key)
+	rec, err := reservation.NewStore(e.db, e.tables["IdempotencyTable"]).GetByRecordKey(testContext(t), f.rec.Key)
 	if err != nil {
 		t.Fatalf("read record %s: %v", f.rec.Key, err)
 	}
@@ -538,7 +540,7 @@ func (e *env) checkUnchanged(t *testing.T, f fixture, before state) {
 
 // settled describes a terminal transfer.
 type settled struct {
-	status   idempotency.Status
+	status   reservation.Status
 	code     string // failure code; "" for COMPLETED
 	reversed bool
 }
@@ -570,7 +572,7 @@ func (e *env) checkSettled(t *testing.T, f fixture, want settled) {
 		CreatedAt:            f.rec.CreatedAt,
 		SettledAt:            got.SettledAt,
 	}
-	if want.status == idempotency.StatusFailed {
+	if want.status == reservation.StatusFailed {
 		wantTransfer.Failure = &transfer.Failure{Code: want.code, Reversed: want.reversed}
 		if got.Failure != nil {
 			wantTransfer.Failure.Detail = got.Failure.Detail
@@ -588,7 +590,7 @@ func (e *env) checkSettled(t *testing.T, f fixture, want settled) {
 
 	wantEntries, wantBalances := []ledger.Kind(nil), [2]int64{openingBalance, 0}
 	switch {
-	case want.status == idempotency.StatusCompleted:
+	case want.status == reservation.StatusCompleted:
 		wantEntries, wantBalances = []ledger.Kind{ledger.Debit, ledger.Credit}, [2]int64{openingBalance - amount, amount}
 	case want.reversed:
 		wantEntries = []ledger.Kind{ledger.Debit, ledger.Refund}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -35,7 +35,7 @@ type storedFailure struct {
 // settledResponse is the terminal status and stored response of a
 // transfer settled with outcome (OutcomeCompleted, OutcomeFailed or
 // OutcomeReversed) at settledAt.
-func settledResponse(rec idempotency.Record, req transfer.Request, outcome Outcome, why cause, settledAt string) (idempotency.Status, string, error) {
+func settledResponse(rec reservation.Record, req transfer.Request, outcome Outcome, why cause, settledAt string) (reservation.Status, string, error) {
 	t := storedTransfer{
 		TransferID:           rec.ResourceID,
 		Status:               transfer.StatusCompleted,
@@ -47,14 +47,14 @@ func settledResponse(rec idempotency.Record, req transfer.Request, outcome Outco
 		CreatedAt:            rec.CreatedAt,
 		SettledAt:            settledAt,
 	}
-	final := idempotency.StatusCompleted
+	final := reservation.StatusCompleted
 	switch outcome {
 	case OutcomeCompleted:
 	case OutcomeFailed:
-		final, t.Status = idempotency.StatusFailed, transfer.StatusFailed
+		final, t.Status = reservation.StatusFailed, transfer.StatusFailed
 		t.Failure = &storedFailure{Code: why.code, Detail: why.why + "; no money moved."}
 	case OutcomeReversed:
-		final, t.Status = idempotency.StatusFailed, transfer.StatusFailed
+		final, t.Status = reservation.StatusFailed, transfer.StatusFailed
 		// Reversed tells the client the debit was refunded; the API
 		// says so in its own words, as for the workflow's refunds.
 		t.Failure = &storedFailure{Code: why.code, Detail: why.why + ".", Reversed: true}

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/metrics"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -122,17 +122,17 @@ func (r *Reaper) Settle(ctx context.Context, recordKey, transferID string) (Outc
 //
 // Only the record's current attempt counts: its execution is described,
 // and an event about an earlier attempt's execution is only a cue to look.
-func (r *Reaper) step(ctx context.Context, log *slog.Logger, rec idempotency.Record) (outcome Outcome, again bool, err error) {
+func (r *Reaper) step(ctx context.Context, log *slog.Logger, rec reservation.Record) (outcome Outcome, again bool, err error) {
 	switch rec.Status {
-	case idempotency.StatusCompleted, idempotency.StatusFailed:
+	case reservation.StatusCompleted, reservation.StatusFailed:
 		log.InfoContext(ctx, "already settled", "decision", OutcomeAlreadySettled, "status", rec.Status)
 		return OutcomeAlreadySettled, false, nil
-	case idempotency.StatusReconciling:
+	case reservation.StatusReconciling:
 		// Fenced by a reaper that decided to settle and stopped before
 		// storing the outcome (no leg but a REFUND can commit now):
 		// finish its work with its reason.
 		return r.reconcile(ctx, log, rec, fencedCause(rec))
-	case idempotency.StatusReserved, idempotency.StatusInProgress:
+	case reservation.StatusReserved, reservation.StatusInProgress:
 	default:
 		return "", false, fmt.Errorf("record has unknown status %q", rec.Status)
 	}
@@ -146,14 +146,14 @@ func (r *Reaper) step(ctx context.Context, log *slog.Logger, rec idempotency.Rec
 		return "", false, err
 	}
 	if exec == nil {
-		if rec.Status == idempotency.StatusInProgress && r.notVisibleYet(rec) {
+		if rec.Status == reservation.StatusInProgress && r.notVisibleYet(rec) {
 			log.InfoContext(ctx, "execution not visible yet", "decision", OutcomeRunning, "status", rec.Status, "updatedAt", rec.UpdatedAt)
 			return OutcomeRunning, false, nil
 		}
 		switch {
 		case !open:
 			return r.reconcile(ctx, log, rec, r.timedOut())
-		case rec.Status == idempotency.StatusReserved:
+		case rec.Status == reservation.StatusReserved:
 			return r.start(ctx, log, rec)
 		}
 		// IN_PROGRESS and its execution is gone (a crashed runtime
@@ -216,7 +216,7 @@ func IsOperatorAbort(status sfntypes.ExecutionStatus, cause string) bool {
 // recently for DescribeExecution (eventually consistent) to be trusted
 // when it does not find the execution: NotFoundGrace after MarkInProgress
 // set updatedAt.
-func (r *Reaper) notVisibleYet(rec idempotency.Record) bool {
+func (r *Reaper) notVisibleYet(rec reservation.Record) bool {
 	since := rec.UpdatedAt
 	if since == "" {
 		since = rec.CreatedAt
@@ -229,7 +229,7 @@ func (r *Reaper) notVisibleYet(rec idempotency.Record) bool {
 // completion window: reserved less than CompleteWithin ago. Inside it, an
 // infrastructure fault delays the transfer; past it, a lone debit is
 // refunded (CodeTimedOut).
-func (r *Reaper) windowOpen(rec idempotency.Record) (bool, error) {
+func (r *Reaper) windowOpen(rec reservation.Record) (bool, error) {
 	created, err := time.Parse(time.RFC3339Nano, rec.CreatedAt)
 	if err != nil {
 		return false, fmt.Errorf("record createdAt %q: %w", rec.CreatedAt, err)
@@ -255,7 +255,7 @@ func refusalCause(code, detail string) cause {
 }
 
 // fencedCause is the reason stored with a RECONCILING record's fence.
-func fencedCause(rec idempotency.Record) cause {
+func fencedCause(rec reservation.Record) cause {
 	if rec.SettleCode != "" {
 		return cause{rec.SettleCode, rec.SettleDetail}
 	}
@@ -263,7 +263,7 @@ func fencedCause(rec idempotency.Record) cause {
 }
 
 // storedRequest is the transfer request rec stores.
-func storedRequest(rec idempotency.Record) (transfer.Request, error) {
+func storedRequest(rec reservation.Record) (transfer.Request, error) {
 	var req transfer.Request
 	if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {
 		return transfer.Request{}, fmt.Errorf("%w: stored request: %v", transfer.ErrCorruptRecord, err)
@@ -272,7 +272,7 @@ func storedRequest(rec idempotency.Record) (transfer.Request, error) {
 }
 
 // entries reads the ledger entries of rec's transfer req (consistently).
-func (r *Reaper) entries(ctx context.Context, rec idempotency.Record, req transfer.Request) (map[ledger.Kind]ledger.Entry, error) {
+func (r *Reaper) entries(ctx context.Context, rec reservation.Record, req transfer.Request) (map[ledger.Kind]ledger.Entry, error) {
 	return retry(ctx, isTransientLedger, func() (map[ledger.Kind]ledger.Entry, error) {
 		return r.ledger.TransferEntries(ctx, rec.ResourceID, req.SourceAccountID, req.DestinationAccountID)
 	})
@@ -285,19 +285,19 @@ func (r *Reaper) entries(ctx context.Context, rec idempotency.Record, req transf
 // its Mark states require their own attempt). A failed start leaves the
 // record RESERVED under the new attempt, for the sweep or the client's
 // retry to start.
-func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec idempotency.Record, why string) (Outcome, bool, error) {
-	now := r.cfg.Now().UTC().Format(idempotency.TimeFormat)
+func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec reservation.Record, why string) (Outcome, bool, error) {
+	now := r.cfg.Now().UTC().Format(reservation.TimeFormat)
 	next := rec
-	next.Attempt, next.Status, next.Pending = rec.Attempt+1, idempotency.StatusReserved, string(idempotency.StatusReserved)
+	next.Attempt, next.Status, next.Pending = rec.Attempt+1, reservation.StatusReserved, string(reservation.StatusReserved)
 	next.ExecutionArn, next.UpdatedAt, next.SweepAt = "", now, now
-	status := expression.Name(idempotency.AttrStatus)
-	cond := expression.Name(idempotency.AttrResourceID).Equal(expression.Value(rec.ResourceID)).
-		And(status.Equal(expression.Value(string(rec.Status))), idempotency.AttemptIs(rec.Attempt))
-	update := expression.Set(expression.Name(idempotency.AttrAttempt), expression.Value(next.Attempt)).
+	status := expression.Name(reservation.AttrStatus)
+	cond := expression.Name(reservation.AttrResourceID).Equal(expression.Value(rec.ResourceID)).
+		And(status.Equal(expression.Value(string(rec.Status))), reservation.AttemptIs(rec.Attempt))
+	update := expression.Set(expression.Name(reservation.AttrAttempt), expression.Value(next.Attempt)).
 		Set(status, expression.Value(string(next.Status))).
-		Set(expression.Name(idempotency.AttrPending), expression.Value(next.Pending)).
+		Set(expression.Name(reservation.AttrPending), expression.Value(next.Pending)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
-		Set(expression.Name(idempotency.AttrSweepAt), expression.Value(now)).
+		Set(expression.Name(reservation.AttrSweepAt), expression.Value(now)).
 		Remove(expression.Name(attrExecutionArn))
 	ok, err := r.update(ctx, rec.Key, cond, update, "move the record to its next attempt")
 	if err != nil || !ok {
@@ -318,32 +318,32 @@ func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec idempotency.R
 const attrExecutionArn = "executionArn"
 
 // read reads the record with a strongly consistent GetItem.
-func (r *Reaper) read(ctx context.Context, recordKey string) (idempotency.Record, bool, error) {
+func (r *Reaper) read(ctx context.Context, recordKey string) (reservation.Record, bool, error) {
 	out, err := r.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(r.cfg.IdempotencyTable),
 		Key:            recordKeyAttr(recordKey),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return idempotency.Record{}, false, fmt.Errorf("read record: %w", err)
+		return reservation.Record{}, false, fmt.Errorf("read record: %w", err)
 	}
 	if len(out.Item) == 0 {
-		return idempotency.Record{}, false, nil
+		return reservation.Record{}, false, nil
 	}
-	var rec idempotency.Record
+	var rec reservation.Record
 	if err := attributevalue.UnmarshalMap(out.Item, &rec); err != nil {
-		return idempotency.Record{}, false, fmt.Errorf("decode record: %w", err)
+		return reservation.Record{}, false, fmt.Errorf("decode record: %w", err)
 	}
 	return rec, true, nil
 }
 
 func recordKeyAttr(recordKey string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: recordKey}}
+	return map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: recordKey}}
 }
 
 // describe describes the execution of rec's current attempt; nil when it
 // does not exist.
-func (r *Reaper) describe(ctx context.Context, rec idempotency.Record) (*sfn.DescribeExecutionOutput, error) {
+func (r *Reaper) describe(ctx context.Context, rec reservation.Record) (*sfn.DescribeExecutionOutput, error) {
 	arn := r.executionARN(transfer.ExecutionName(rec.ResourceID, rec.Attempt))
 	// Default included data: the error and cause are wanted.
 	out, err := r.sfn.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
@@ -360,7 +360,7 @@ func (r *Reaper) describe(ctx context.Context, rec idempotency.Record) (*sfn.Des
 // start starts the execution of a RESERVED record's attempt with the name
 // and input the orchestrator builds. An execution that closed meanwhile
 // (ExecutionAlreadyExists) sends the caller back to the record.
-func (r *Reaper) start(ctx context.Context, log *slog.Logger, rec idempotency.Record) (Outcome, bool, error) {
+func (r *Reaper) start(ctx context.Context, log *slog.Logger, rec reservation.Record) (Outcome, bool, error) {
 	input, err := transfer.NewWorkflowInput(rec)
 	if err != nil {
 		return "", false, fmt.Errorf("%w: %v", transfer.ErrCorruptRecord, err)
@@ -387,7 +387,7 @@ func (r *Reaper) start(ctx context.Context, log *slog.Logger, rec idempotency.Re
 // when only the debit committed. why explains a failure: it is stored
 // with the fence, and a reaper that finishes another's fenced record
 // uses the stored one.
-func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotency.Record, why cause) (Outcome, bool, error) {
+func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec reservation.Record, why cause) (Outcome, bool, error) {
 	req, err := storedRequest(rec)
 	if err != nil {
 		return "", false, err
@@ -419,7 +419,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 		// The ledger's conditions make these impossible: leave the
 		// record fenced for a person to look at.
 		return "", false, fmt.Errorf("inconsistent ledger entries (debit %t, credit %t, refund %t); the record stays %s",
-			debit, credit, refund, idempotency.StatusReconciling)
+			debit, credit, refund, reservation.StatusReconciling)
 	case debit && credit:
 		outcome = OutcomeCompleted
 	case debit && refund:
@@ -442,7 +442,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 			log.InfoContext(ctx, "refund not posted; reading the record again", "error", err)
 			return "", true, nil
 		case err != nil:
-			return "", false, fmt.Errorf("refund the debit; the record stays %s: %w", idempotency.StatusReconciling, err)
+			return "", false, fmt.Errorf("refund the debit; the record stays %s: %w", reservation.StatusReconciling, err)
 		}
 		outcome, posted = OutcomeReversed, true
 		if !entry.Replayed {
@@ -460,7 +460,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 			return r.ledger.Rejection(ctx, rec.ResourceID, req.SourceAccountID)
 		})
 		if err != nil {
-			return "", false, fmt.Errorf("read the debit's rejection; the record stays %s: %w", idempotency.StatusReconciling, err)
+			return "", false, fmt.Errorf("read the debit's rejection; the record stays %s: %w", reservation.StatusReconciling, err)
 		}
 		if rejection != nil {
 			why, refused = refusalCause(rejection.Reason, rejection.Detail), true
@@ -468,7 +468,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 	}
 
 	settled := r.cfg.Now().UTC()
-	now := settled.Format(idempotency.TimeFormat)
+	now := settled.Format(reservation.TimeFormat)
 	final, response, err := settledResponse(rec, req, outcome, why, now)
 	if err != nil {
 		return "", false, err
@@ -507,7 +507,7 @@ func (r *Reaper) reconcile(ctx context.Context, log *slog.Logger, rec idempotenc
 
 // refundLeg is the REFUND leg of the transfer: the amount back to the
 // source, for why.
-func refundLeg(rec idempotency.Record, req transfer.Request, why cause) ledger.Leg {
+func refundLeg(rec reservation.Record, req transfer.Request, why cause) ledger.Leg {
 	return ledger.Leg{
 		Kind:                  ledger.Refund,
 		TransferID:            rec.ResourceID,
@@ -531,22 +531,22 @@ func refundLeg(rec idempotency.Record, req transfer.Request, why cause) ledger.L
 //
 // The fence keeps the attempt: the reaper's REFUND is posted under it. It
 // stores why (the first fence's reason stands).
-func (r *Reaper) fence(ctx context.Context, rec idempotency.Record, why cause) (bool, error) {
-	status := expression.Name(idempotency.AttrStatus)
-	cond := expression.Name(idempotency.AttrResourceID).Equal(expression.Value(rec.ResourceID)).
+func (r *Reaper) fence(ctx context.Context, rec reservation.Record, why cause) (bool, error) {
+	status := expression.Name(reservation.AttrStatus)
+	cond := expression.Name(reservation.AttrResourceID).Equal(expression.Value(rec.ResourceID)).
 		And(status.In(
 			expression.Value(string(rec.Status)),
-			expression.Value(string(idempotency.StatusReconciling)),
-		), idempotency.AttemptIs(rec.Attempt))
+			expression.Value(string(reservation.StatusReconciling)),
+		), reservation.AttemptIs(rec.Attempt))
 	code, detail := expression.Name(attrSettleCode), expression.Name(attrSettleDetail)
-	update := expression.Set(status, expression.Value(string(idempotency.StatusReconciling))).
+	update := expression.Set(status, expression.Value(string(reservation.StatusReconciling))).
 		Set(code, expression.IfNotExists(code, expression.Value(why.code))).
 		Set(detail, expression.IfNotExists(detail, expression.Value(why.why))).
-		Set(expression.Name(idempotency.AttrPending), expression.Value(string(idempotency.StatusReconciling))).
-		Set(expression.Name(attrUpdatedAt), expression.Value(r.cfg.Now().UTC().Format(idempotency.TimeFormat))).
+		Set(expression.Name(reservation.AttrPending), expression.Value(string(reservation.StatusReconciling))).
+		Set(expression.Name(attrUpdatedAt), expression.Value(r.cfg.Now().UTC().Format(reservation.TimeFormat))).
 		// A record is only deleted by TTL once terminal; one reserved
 		// before expiresAt was the TTL attribute alone may still carry it.
-		Remove(expression.Name(idempotency.AttrExpiresAt))
+		Remove(expression.Name(reservation.AttrExpiresAt))
 	return r.update(ctx, rec.Key, cond, update, "fence the record")
 }
 
@@ -554,14 +554,14 @@ func (r *Reaper) fence(ctx context.Context, rec idempotency.Record, why cause) (
 // its expiry (the TTL attribute, which only a terminal record carries), and
 // takes it out of the Pending index. false: the record is no longer this
 // transfer's RECONCILING record (another reaper finished first).
-func (r *Reaper) finish(ctx context.Context, rec idempotency.Record, final idempotency.Status, response, now string, expiresAt int64) (bool, error) {
-	cond := expression.Name(idempotency.AttrStatus).Equal(expression.Value(string(idempotency.StatusReconciling))).
-		And(expression.Name(idempotency.AttrResourceID).Equal(expression.Value(rec.ResourceID)))
-	update := expression.Set(expression.Name(idempotency.AttrStatus), expression.Value(string(final))).
-		Set(expression.Name(idempotency.AttrResponse), expression.Value(response)).
-		Set(expression.Name(idempotency.AttrExpiresAt), expression.Value(expiresAt)).
+func (r *Reaper) finish(ctx context.Context, rec reservation.Record, final reservation.Status, response, now string, expiresAt int64) (bool, error) {
+	cond := expression.Name(reservation.AttrStatus).Equal(expression.Value(string(reservation.StatusReconciling))).
+		And(expression.Name(reservation.AttrResourceID).Equal(expression.Value(rec.ResourceID)))
+	update := expression.Set(expression.Name(reservation.AttrStatus), expression.Value(string(final))).
+		Set(expression.Name(reservation.AttrResponse), expression.Value(response)).
+		Set(expression.Name(reservation.AttrExpiresAt), expression.Value(expiresAt)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
-		Remove(expression.Name(idempotency.AttrPending))
+		Remove(expression.Name(reservation.AttrPending))
 	return r.update(ctx, rec.Key, cond, update, "store the outcome")
 }
 

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/reaper"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -61,7 +61,7 @@ func TestSettle(t *testing.T) {
 				e.post(t, f, debit, credit)
 			},
 			want:  reaper.OutcomeCompleted,
-			final: &settled{status: idempotency.StatusCompleted},
+			final: &settled{status: reservation.StatusCompleted},
 		},
 		{
 			name:      "nothing posted, execution failed: resumed",
@@ -83,7 +83,7 @@ func TestSettle(t *testing.T) {
 				e.refundFor(t, f, "AccountClosed")
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: "AccountClosed", reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: "AccountClosed", reversed: true},
 		},
 		{
 			name:      "execution succeeded without storing its outcome",
@@ -94,7 +94,7 @@ func TestSettle(t *testing.T) {
 				e.post(t, f, debit, credit)
 			},
 			want:  reaper.OutcomeCompleted,
-			final: &settled{status: idempotency.StatusCompleted},
+			final: &settled{status: reservation.StatusCompleted},
 		},
 		{
 			name:      "execution succeeded, nothing posted: resumed",
@@ -125,7 +125,7 @@ func TestSettle(t *testing.T) {
 				e.abort(t, arn)
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeAborted, reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: reaper.CodeAborted, reversed: true},
 		},
 		{
 			// The stop came too late: the money has moved, and the
@@ -139,7 +139,7 @@ func TestSettle(t *testing.T) {
 				e.abort(t, arn)
 			},
 			want:  reaper.OutcomeCompleted,
-			final: &settled{status: idempotency.StatusCompleted},
+			final: &settled{status: reservation.StatusCompleted},
 		},
 		{
 			name:      "debit refused, then aborted before the workflow stored it: failed with the refusal",
@@ -151,7 +151,7 @@ func TestSettle(t *testing.T) {
 				e.abort(t, arn)
 			},
 			want:  reaper.OutcomeFailed,
-			final: &settled{status: idempotency.StatusFailed, code: "InsufficientFunds"},
+			final: &settled{status: reservation.StatusFailed, code: "InsufficientFunds"},
 		},
 		{
 			name:      "credit refused and refunded, then aborted before the workflow stored it: failed with the refusal",
@@ -164,7 +164,7 @@ func TestSettle(t *testing.T) {
 				e.abort(t, arn)
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: "CurrencyMismatch", reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: "CurrencyMismatch", reversed: true},
 		},
 		{
 			name:      "credit refused and refunded, past the completion window: failed with the refusal",
@@ -177,7 +177,7 @@ func TestSettle(t *testing.T) {
 				e.refundFor(t, f, "AccountClosed")
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: "AccountClosed", reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: "AccountClosed", reversed: true},
 		},
 		{
 			name:      "debit refused, past the completion window: failed with the refusal",
@@ -189,7 +189,7 @@ func TestSettle(t *testing.T) {
 				e.voidDebit(t, f, "AccountClosed")
 			},
 			want:  reaper.OutcomeFailed,
-			final: &settled{status: idempotency.StatusFailed, code: "AccountClosed"},
+			final: &settled{status: reservation.StatusFailed, code: "AccountClosed"},
 		},
 		{
 			name:      "aborted without a cause after the debit: resumed",
@@ -213,7 +213,7 @@ func TestSettle(t *testing.T) {
 				e.post(t, f, debit)
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: reaper.CodeTimedOut, reversed: true},
 		},
 		{
 			name:      "past the completion window, debit and credit: completed",
@@ -225,7 +225,7 @@ func TestSettle(t *testing.T) {
 				e.post(t, f, debit, credit)
 			},
 			want:  reaper.OutcomeCompleted,
-			final: &settled{status: idempotency.StatusCompleted},
+			final: &settled{status: reservation.StatusCompleted},
 		},
 		{
 			name:      "already completed: untouched",
@@ -234,7 +234,7 @@ func TestSettle(t *testing.T) {
 				e.closeExecution(t, f)
 				e.markInProgress(t, f)
 				e.post(t, f, debit, credit)
-				e.markTerminal(t, f, idempotency.StatusCompleted, `{"status":"COMPLETED"}`)
+				e.markTerminal(t, f, reservation.StatusCompleted, `{"status":"COMPLETED"}`)
 			},
 			want: reaper.OutcomeAlreadySettled,
 		},
@@ -244,7 +244,7 @@ func TestSettle(t *testing.T) {
 			setup: func(t *testing.T, e *env, f fixture) {
 				e.closeExecution(t, f)
 				e.markInProgress(t, f)
-				e.markTerminal(t, f, idempotency.StatusFailed, `{"status":"FAILED"}`)
+				e.markTerminal(t, f, reservation.StatusFailed, `{"status":"FAILED"}`)
 			},
 			want: reaper.OutcomeAlreadySettled,
 		},
@@ -287,7 +287,7 @@ func TestSettle(t *testing.T) {
 				if out.Status != sfntypes.ExecutionStatusRunning {
 					t.Errorf("execution status = %s; want RUNNING", out.Status)
 				}
-				if rec := e.record(t, f); rec.Status != idempotency.StatusReserved || rec.Pending != "RESERVED" {
+				if rec := e.record(t, f); rec.Status != reservation.StatusReserved || rec.Pending != "RESERVED" {
 					t.Errorf("record = %s (pending %q); want RESERVED, left to the workflow", rec.Status, rec.Pending)
 				}
 			},
@@ -297,7 +297,7 @@ func TestSettle(t *testing.T) {
 			reference: runRef,
 			age:       2 * time.Hour,
 			want:      reaper.OutcomeFailed,
-			final:     &settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut},
+			final:     &settled{status: reservation.StatusFailed, code: reaper.CodeTimedOut},
 			check: func(t *testing.T, e *env, f fixture) {
 				if st := e.executionStatus(t, f); st != "" {
 					t.Errorf("execution is %s; want none started", st)
@@ -313,7 +313,7 @@ func TestSettle(t *testing.T) {
 				e.post(t, f, debit)
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: reaper.CodeTimedOut, reversed: true},
 		},
 		{
 			name:      "in progress, execution lost: resumed from the record",
@@ -351,7 +351,7 @@ func TestSettle(t *testing.T) {
 				e.markReconciling(t, f)
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: "TransferFenced", reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: "TransferFenced", reversed: true},
 		},
 		{
 			name:      "fenced and refunded by a reaper that stopped: resumed",
@@ -364,7 +364,7 @@ func TestSettle(t *testing.T) {
 				e.post(t, f, refund)
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: "TransferFenced", reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: "TransferFenced", reversed: true},
 		},
 		{
 			name:      "fenced while the execution still runs",
@@ -376,7 +376,7 @@ func TestSettle(t *testing.T) {
 				e.markReconciling(t, f)
 			},
 			want:  reaper.OutcomeReversed,
-			final: &settled{status: idempotency.StatusFailed, code: "TransferFenced", reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: "TransferFenced", reversed: true},
 		},
 		{
 			name:      "fenced reserved record without execution",
@@ -386,7 +386,7 @@ func TestSettle(t *testing.T) {
 				e.markReconciling(t, f)
 			},
 			want:  reaper.OutcomeFailed,
-			final: &settled{status: idempotency.StatusFailed, code: "TransferFenced"},
+			final: &settled{status: reservation.StatusFailed, code: "TransferFenced"},
 		},
 	}
 	for _, tc := range tests {
@@ -467,9 +467,9 @@ func TestFenceStopsLateLegs(t *testing.T) {
 		final  settled
 	}{
 		{"late debit", nil, debit, reaper.OutcomeFailed,
-			settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut}},
+			settled{status: reservation.StatusFailed, code: reaper.CodeTimedOut}},
 		{"late credit", []ledger.Kind{debit}, credit, reaper.OutcomeReversed,
-			settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true}},
+			settled{status: reservation.StatusFailed, code: reaper.CodeTimedOut, reversed: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -548,7 +548,7 @@ func TestResumeAfterStop(t *testing.T) {
 			if !errors.Is(err, errStopped) {
 				t.Fatalf("Settle = %v; want the stop", err)
 			}
-			if rec := e.record(t, f); rec.Status != idempotency.StatusReconciling || rec.Pending != "RECONCILING" {
+			if rec := e.record(t, f); rec.Status != reservation.StatusReconciling || rec.Pending != "RECONCILING" {
 				t.Fatalf("record after the stop = %s (pending %q); want RECONCILING in the Pending index", rec.Status, rec.Pending)
 			}
 			if got := fmt.Sprint(e.entries(t, f)); got != fmt.Sprint(tc.entries) {
@@ -559,7 +559,7 @@ func TestResumeAfterStop(t *testing.T) {
 			if err != nil || got != reaper.OutcomeReversed {
 				t.Fatalf("resumed Settle = %s, %v; want %s, nil", got, err, reaper.OutcomeReversed)
 			}
-			e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true})
+			e.checkSettled(t, f, settled{status: reservation.StatusFailed, code: reaper.CodeTimedOut, reversed: true})
 		})
 	}
 }
@@ -584,7 +584,7 @@ func TestConcurrentReapers(t *testing.T) {
 			}
 			// One refund: the source is back at exactly its opening
 			// balance.
-			e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut, reversed: true})
+			e.checkSettled(t, f, settled{status: reservation.StatusFailed, code: reaper.CodeTimedOut, reversed: true})
 		})
 	}
 }
@@ -691,7 +691,7 @@ func TestSettleWorkflowStartsMeanwhile(t *testing.T) {
 	if err != nil || got != reaper.OutcomeRunning {
 		t.Fatalf("Settle = %s, %v; want %s, nil", got, err, reaper.OutcomeRunning)
 	}
-	if rec := e.record(t, f); rec.Status != idempotency.StatusInProgress || rec.Pending != "IN_PROGRESS" {
+	if rec := e.record(t, f); rec.Status != reservation.StatusInProgress || rec.Pending != "IN_PROGRESS" {
 		t.Errorf("record = %s (pending %q); want IN_PROGRESS, left to the workflow", rec.Status, rec.Pending)
 	}
 	if st := e.executionStatus(t, f); st != sfntypes.ExecutionStatusRunning {

@@ -13,17 +13,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/metrics"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // pendingOrder is the order in which the sweep reads the Pending index:
 // transfers a reaper already fenced first (their money may be held by a
 // debit), then those that started, then those that never did.
-var pendingOrder = []idempotency.Status{
-	idempotency.StatusReconciling,
-	idempotency.StatusInProgress,
-	idempotency.StatusReserved,
+var pendingOrder = []reservation.Status{
+	reservation.StatusReconciling,
+	reservation.StatusInProgress,
+	reservation.StatusReserved,
 }
 
 // deadlineMargin is the time a sweep leaves before the invocation's
@@ -94,7 +94,7 @@ const maxErrorBytes = 1000
 func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 	res := SweepResult{Outcomes: map[Outcome]int{}}
 	now := r.cfg.Now().UTC()
-	cutoff := now.Add(-r.cfg.StuckAfter).Format(idempotency.TimeFormat)
+	cutoff := now.Add(-r.cfg.StuckAfter).Format(reservation.TimeFormat)
 
 	refs, rest, err := r.findStuck(ctx, cutoff)
 	if err != nil {
@@ -102,7 +102,7 @@ func (r *Reaper) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	res.Found = len(refs)
 	for _, ref := range refs {
-		if ref.Pending == string(idempotency.StatusReconciling) {
+		if ref.Pending == string(reservation.StatusReconciling) {
 			res.Reconciling++
 		}
 	}
@@ -183,10 +183,10 @@ func (r *Reaper) deferRecord(ctx context.Context, ref pendingRef, now time.Time,
 		msg = msg[:maxErrorBytes]
 	}
 	attention = attempts >= r.cfg.AttentionAfter
-	cond := expression.Name(idempotency.AttrResourceID).Equal(expression.Value(ref.ResourceID)).
-		And(expression.AttributeExists(expression.Name(idempotency.AttrPending)))
+	cond := expression.Name(reservation.AttrResourceID).Equal(expression.Value(ref.ResourceID)).
+		And(expression.AttributeExists(expression.Name(reservation.AttrPending)))
 	update := expression.Set(expression.Name(attrSweepAttempts), expression.Value(attempts)).
-		Set(expression.Name(idempotency.AttrSweepAt), expression.Value(now.Add(backoff-r.cfg.StuckAfter).Format(idempotency.TimeFormat))).
+		Set(expression.Name(reservation.AttrSweepAt), expression.Value(now.Add(backoff-r.cfg.StuckAfter).Format(reservation.TimeFormat))).
 		Set(expression.Name(attrLastSweepError), expression.Value(msg))
 	if attention {
 		update = update.Set(expression.Name(attrNeedsAttention), expression.Value(true))
@@ -308,16 +308,16 @@ func (r *Reaper) countStuck(ctx context.Context, cutoff string, pos position) (n
 
 // pendingQuery queries the Pending index for records of status whose
 // sweepAt is before cutoff, oldest first, from start.
-func (r *Reaper) pendingQuery(status idempotency.Status, cutoff string, start map[string]types.AttributeValue) (*dynamodb.QueryInput, error) {
-	keyCond := expression.Key(idempotency.AttrPending).Equal(expression.Value(string(status))).
-		And(expression.Key(idempotency.AttrSweepAt).LessThan(expression.Value(cutoff)))
+func (r *Reaper) pendingQuery(status reservation.Status, cutoff string, start map[string]types.AttributeValue) (*dynamodb.QueryInput, error) {
+	keyCond := expression.Key(reservation.AttrPending).Equal(expression.Value(string(status))).
+		And(expression.Key(reservation.AttrSweepAt).LessThan(expression.Value(cutoff)))
 	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build %s query: %w", status, err)
 	}
 	return &dynamodb.QueryInput{
 		TableName:                 aws.String(r.cfg.IdempotencyTable),
-		IndexName:                 aws.String(idempotency.IndexPending),
+		IndexName:                 aws.String(reservation.IndexPending),
 		KeyConditionExpression:    expr.KeyCondition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),

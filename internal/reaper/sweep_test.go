@@ -11,9 +11,9 @@ import (
 
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/reaper"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -48,11 +48,11 @@ func TestSweep(t *testing.T) {
 				e.markInProgress(t, f)
 				e.post(t, f, debit, credit)
 			},
-			final: &settled{status: idempotency.StatusCompleted},
+			final: &settled{status: reservation.StatusCompleted},
 		},
 		{
 			name: "reserved, never started, past the completion window", reference: runRef, age: 2 * time.Hour,
-			final: &settled{status: idempotency.StatusFailed, code: reaper.CodeTimedOut},
+			final: &settled{status: reservation.StatusFailed, code: reaper.CodeTimedOut},
 		},
 		{
 			name: "reserved, never started", reference: runRef, age: 30 * time.Minute,
@@ -79,7 +79,7 @@ func TestSweep(t *testing.T) {
 				e.closeExecution(t, f)
 				e.markInProgress(t, f)
 				e.post(t, f, debit, credit)
-				e.markTerminal(t, f, idempotency.StatusCompleted, `{"status":"COMPLETED"}`)
+				e.markTerminal(t, f, reservation.StatusCompleted, `{"status":"COMPLETED"}`)
 			},
 		},
 		{
@@ -90,7 +90,7 @@ func TestSweep(t *testing.T) {
 				e.post(t, f, debit)
 				e.markReconciling(t, f)
 			},
-			final: &settled{status: idempotency.StatusFailed, code: "TransferFenced", reversed: true},
+			final: &settled{status: reservation.StatusFailed, code: "TransferFenced", reversed: true},
 		},
 	}
 	fixtures := make([]fixture, len(transfers))
@@ -130,7 +130,7 @@ func TestSweep(t *testing.T) {
 			case tr.resumed:
 				e.checkResumed(t, f, 1, debit)
 			case tr.started:
-				if rec := e.record(t, f); rec.Status != idempotency.StatusReserved {
+				if rec := e.record(t, f); rec.Status != reservation.StatusReserved {
 					t.Errorf("record = %s; want RESERVED", rec.Status)
 				}
 				if st := e.executionStatus(t, f); st != "RUNNING" {
@@ -198,7 +198,7 @@ func TestSweepLimit(t *testing.T) {
 		}
 		for _, f := range step.settledNow {
 			if f.rec.Key == fenced.rec.Key {
-				e.checkSettled(t, f, settled{status: idempotency.StatusFailed, code: "TransferFenced"})
+				e.checkSettled(t, f, settled{status: reservation.StatusFailed, code: "TransferFenced"})
 				continue
 			}
 			e.checkResumed(t, f, 1)
@@ -230,7 +230,7 @@ func TestSweepContinuesPastFailure(t *testing.T) {
 	for _, f := range good {
 		e.checkResumed(t, f, 1, debit)
 	}
-	if rec := e.record(t, corrupt); rec.Status != idempotency.StatusReserved || rec.Pending != "RESERVED" {
+	if rec := e.record(t, corrupt); rec.Status != reservation.StatusReserved || rec.Pending != "RESERVED" {
 		t.Errorf("corrupt record = %s (pending %q); want it left RESERVED", rec.Status, rec.Pending)
 	}
 	if st := e.executionStatus(t, corrupt); st != "" {
@@ -288,7 +288,7 @@ func TestSweepDoesNotStarve(t *testing.T) {
 	if err == nil || res.Found != 3 || res.Errors != 2 || res.Outcomes[reaper.OutcomeCompleted] != 1 {
 		t.Fatalf("first sweep = %+v, %v; want the stuck IN_PROGRESS transfer completed and two fenced failures", res, err)
 	}
-	e.checkSettled(t, behind, settled{status: idempotency.StatusCompleted})
+	e.checkSettled(t, behind, settled{status: reservation.StatusCompleted})
 
 	// The failed records wait; the next sweep at the same time takes the
 	// one not tried yet.

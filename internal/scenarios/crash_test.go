@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/local/ddblocal"
 	"github.com/exactlyonce/transfers/internal/local/fault"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -89,7 +89,7 @@ func downPastTheWindow(t *testing.T, s *suite) {
 }
 
 // requestOf is the transfer request a record stores.
-func (sc *scenario) requestOf(rec idempotency.Record) transfer.Request {
+func (sc *scenario) requestOf(rec reservation.Record) transfer.Request {
 	sc.t.Helper()
 	var req transfer.Request
 	if err := json.Unmarshal([]byte(rec.Request), &req); err != nil {

@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/local/fault"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // TestRetryOfAResumedTransferByAFormerOwner: a transfer's first attempt
@@ -41,7 +41,7 @@ func TestRetryOfAResumedTransferByAFormerOwner(t *testing.T) {
 	tid := sc.accept("fo", req)
 	sc.waitFor("the reaper to resume the transfer under attempt 1", func() bool {
 		rec, found := sc.record("fo")
-		return found && rec.Status == idempotency.StatusReserved && rec.Attempt == 1
+		return found && rec.Status == reservation.StatusReserved && rec.Attempt == 1
 	})
 	if got := legsOf(sc.snapshot(), tid); got != (legs{Debit: 1}) {
 		t.Fatalf("the resumed transfer has %s, want its debit alone", got)
@@ -63,7 +63,7 @@ func TestRetryOfAResumedTransferByAFormerOwner(t *testing.T) {
 	if e.Status != http.StatusAccepted || e.TransferID != tid || e.TransferStatus == "FAILED" {
 		t.Fatalf("the retry: %s; want 202 with transfer %s as it is, not FAILED", e, tid)
 	}
-	if rec, _ := sc.record("fo"); rec.Status == idempotency.StatusFailed {
+	if rec, _ := sc.record("fo"); rec.Status == reservation.StatusFailed {
 		t.Fatalf("the retry settled the resumed transfer FAILED (%s) with its debit posted", rec.Response)
 	}
 

@@ -25,12 +25,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/fault"
 	"github.com/exactlyonce/transfers/internal/local/stack"
 	"github.com/exactlyonce/transfers/internal/metrics"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -181,18 +181,18 @@ func (sc *scenario) accept(key string, req transfer.Request) string {
 
 // record reads the key's idempotency record with a consistent read;
 // found is false when there is none.
-func (sc *scenario) record(key string) (rec idempotency.Record, found bool) {
+func (sc *scenario) record(key string) (rec reservation.Record, found bool) {
 	sc.t.Helper()
 	out, err := sc.h.DB.GetItem(sc.ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(sc.h.IdempotencyTable),
-		Key:            map[string]ddbtypes.AttributeValue{idempotency.AttrKey: &ddbtypes.AttributeValueMemberS{Value: chaos.RecordKey(caller, key)}},
+		Key:            map[string]ddbtypes.AttributeValue{reservation.AttrKey: &ddbtypes.AttributeValueMemberS{Value: chaos.RecordKey(caller, key)}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		sc.t.Fatalf("read the record of key %s: %v", key, err)
 	}
 	if len(out.Item) == 0 {
-		return idempotency.Record{}, false
+		return reservation.Record{}, false
 	}
 	if err := attributevalue.UnmarshalMap(out.Item, &rec); err != nil {
 		sc.t.Fatalf("decode the record of key %s: %v", key, err)
@@ -221,9 +221,9 @@ func (sc *scenario) waitFor(what string, cond func() bool) {
 }
 
 // waitStatus waits until the key's record has one of the statuses.
-func (sc *scenario) waitStatus(key string, statuses ...idempotency.Status) idempotency.Record {
+func (sc *scenario) waitStatus(key string, statuses ...reservation.Status) reservation.Record {
 	sc.t.Helper()
-	var rec idempotency.Record
+	var rec reservation.Record
 	sc.waitFor(fmt.Sprintf("the record of key %s to be %v", key, statuses), func() bool {
 		var found bool
 		rec, found = sc.record(key)
@@ -233,9 +233,9 @@ func (sc *scenario) waitStatus(key string, statuses ...idempotency.Status) idemp
 }
 
 // waitSettled waits until the key's record is COMPLETED or FAILED.
-func (sc *scenario) waitSettled(key string) idempotency.Record {
+func (sc *scenario) waitSettled(key string) reservation.Record {
 	sc.t.Helper()
-	return sc.waitStatus(key, idempotency.StatusCompleted, idempotency.StatusFailed)
+	return sc.waitStatus(key, reservation.StatusCompleted, reservation.StatusFailed)
 }
 
 // waitExecution waits until the transfer's execution is closed and
@@ -382,7 +382,7 @@ func (sc *scenario) executions(transferID string) []sfntypes.ExecutionListItem {
 
 // outcome is what a transfer must end as.
 type outcome struct {
-	status   idempotency.Status
+	status   reservation.Status
 	code     string // the failure code; "" for COMPLETED
 	reversed bool
 	legs     legs
@@ -403,12 +403,12 @@ const anyAttempts = -1
 func (o outcome) resumed(n int) outcome { o.attempts = n; return o }
 
 // completed is a transfer that moved the money once.
-var completed = outcome{status: idempotency.StatusCompleted, legs: legs{Debit: 1, Credit: 1}, replay: http.StatusOK}
+var completed = outcome{status: reservation.StatusCompleted, legs: legs{Debit: 1, Credit: 1}, replay: http.StatusOK}
 
 // reversed is a transfer whose debit was refunded for code; the replay is
 // replayCode.
 func reversed(code, replayCode string) outcome {
-	return outcome{status: idempotency.StatusFailed, code: code, reversed: true, legs: legs{Debit: 1, Refund: 1},
+	return outcome{status: reservation.StatusFailed, code: code, reversed: true, legs: legs{Debit: 1, Refund: 1},
 		replay: http.StatusUnprocessableEntity, replayCode: replayCode}
 }
 
@@ -452,9 +452,9 @@ func (sc *scenario) expect(snap *chaos.Snapshot, key string, req transfer.Reques
 	}
 	wantSettled := metrics.OutcomeCompleted
 	switch {
-	case want.status == idempotency.StatusFailed && want.reversed:
+	case want.status == reservation.StatusFailed && want.reversed:
 		wantSettled = metrics.OutcomeReversed
-	case want.status == idempotency.StatusFailed:
+	case want.status == reservation.StatusFailed:
 		wantSettled = metrics.OutcomeFailed
 	}
 	if got := sc.logs.timeToSettle(tid); len(got) != 1 || got[0] != wantSettled {

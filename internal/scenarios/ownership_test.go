@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/local/fault"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // TestOwnershipScenarios runs, with ownership enforced (the template's
@@ -39,7 +39,7 @@ func TestOwnershipScenarios(t *testing.T) {
 
 // forbidden is a transfer the debit refused because its caller no longer
 // owns the source account: nothing moved, the debit's slot voided.
-var forbidden = outcome{status: idempotency.StatusFailed, code: "Forbidden", legs: legs{Voided: 1},
+var forbidden = outcome{status: reservation.StatusFailed, code: "Forbidden", legs: legs{Voided: 1},
 	replay: http.StatusForbidden, replayCode: chaos.CodeForbidden}
 
 // ownerChangesAfterRead: the account is new to the orchestrator, which
@@ -54,7 +54,7 @@ func ownerChangesAfterRead(t *testing.T, s *suite) {
 	tid := sc.accept("own-a", req)
 	sc.waitFor("the first debit attempt to hang", func() bool { return sc.in.Counts()[fault.CountLambdaHang] >= 1 })
 	sc.setOwner(src, chaos.Scope("someone-else"))
-	if rec := sc.waitSettled("own-a"); rec.Status != idempotency.StatusFailed {
+	if rec := sc.waitSettled("own-a"); rec.Status != reservation.StatusFailed {
 		t.Fatalf("transfer %s settled %s, want FAILED\n%s", tid, rec.Status, sc.history(nil, tid))
 	}
 	sc.rest()
@@ -70,13 +70,13 @@ func ownerRememberedStale(t *testing.T, s *suite) {
 	src, dst := sc.open("own-b-src", 1000), sc.open("own-b-dst", 0)
 	first := sc.request(src, dst, 100)
 	sc.accept("own-b-1", first)
-	if rec := sc.waitSettled("own-b-1"); rec.Status != idempotency.StatusCompleted {
+	if rec := sc.waitSettled("own-b-1"); rec.Status != reservation.StatusCompleted {
 		t.Fatalf("first transfer %s, want COMPLETED", rec.Status)
 	}
 	sc.setOwner(src, chaos.Scope("someone-else"))
 	second := sc.request(src, dst, 200)
 	tid := sc.accept("own-b-2", second)
-	if rec := sc.waitSettled("own-b-2"); rec.Status != idempotency.StatusFailed {
+	if rec := sc.waitSettled("own-b-2"); rec.Status != reservation.StatusFailed {
 		t.Fatalf("transfer %s settled %s, want FAILED\n%s", tid, rec.Status, sc.history(nil, tid))
 	}
 	sc.rest()
@@ -104,7 +104,7 @@ func notTheOwner(t *testing.T, s *suite) {
 		switch {
 		case !found:
 			t.Errorf("key %s: refused, but nothing is stored", key)
-		case rec.Status != idempotency.StatusFailed || rec.ResourceID != e.TransferID || e.TransferStatus != "FAILED":
+		case rec.Status != reservation.StatusFailed || rec.ResourceID != e.TransferID || e.TransferStatus != "FAILED":
 			t.Errorf("key %s: record %s of %s, answer %s; want FAILED, named by the answer", key, rec.Status, rec.ResourceID, e)
 		case len(sc.executions(rec.ResourceID)) != 0:
 			t.Errorf("key %s: the refused transfer %s was started", key, rec.ResourceID)
@@ -144,7 +144,7 @@ func ownerUnreadable(t *testing.T, s *suite) {
 	if n := sc.in.Counts()[fault.CountSDKBefore]; n != 1 {
 		t.Fatalf("owner reads failed: %d, want 1", n)
 	}
-	if rec := sc.waitSettled("own-d"); rec.Status != idempotency.StatusFailed {
+	if rec := sc.waitSettled("own-d"); rec.Status != reservation.StatusFailed {
 		t.Fatalf("transfer %s settled %s, want FAILED\n%s", tid, rec.Status, sc.history(nil, tid))
 	}
 	sc.rest()

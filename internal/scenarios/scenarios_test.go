@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/local/fault"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -94,7 +94,7 @@ func staleDebitAfterRejection(t *testing.T, s *suite) {
 
 	req := sc.request(src, dst, 500)
 	tid := sc.accept("s01-stale", req)
-	if rec := sc.waitSettled("s01-stale"); rec.Status != idempotency.StatusFailed {
+	if rec := sc.waitSettled("s01-stale"); rec.Status != reservation.StatusFailed {
 		t.Fatalf("transfer %s settled %s before the stale attempt ran, want FAILED (attempt 2 finds no funds)\n%s", tid, rec.Status, sc.history(nil, tid))
 	}
 	if n := sc.in.Counts()[fault.CountLambdaDetach]; n != 1 {
@@ -104,7 +104,7 @@ func staleDebitAfterRejection(t *testing.T, s *suite) {
 	// The money arrives, then the stale attempt runs.
 	fund := sc.request(funder, src, 1000)
 	sc.accept("s01-fund", fund)
-	if rec := sc.waitSettled("s01-fund"); rec.Status != idempotency.StatusCompleted {
+	if rec := sc.waitSettled("s01-fund"); rec.Status != reservation.StatusCompleted {
 		t.Fatalf("funding transfer %s, want COMPLETED", rec.Status)
 	}
 	closeRelease()
@@ -116,7 +116,7 @@ func staleDebitAfterRejection(t *testing.T, s *suite) {
 
 	sc.rest()
 	snap := sc.check()
-	sc.expect(snap, "s01-stale", req, outcome{status: idempotency.StatusFailed, code: "InsufficientFunds", legs: legs{Voided: 1},
+	sc.expect(snap, "s01-stale", req, outcome{status: reservation.StatusFailed, code: "InsufficientFunds", legs: legs{Voided: 1},
 		replay: http.StatusUnprocessableEntity, replayCode: "insufficient_funds"})
 	sc.expect(snap, "s01-fund", fund, completed)
 }
@@ -175,7 +175,7 @@ func executionStoppedDuringCredit(t *testing.T, s *suite) {
 	if exec := sc.waitExecution(tid); exec.Status != sfntypes.ExecutionStatusAborted {
 		t.Fatalf("execution %s, want ABORTED\n%s", exec.Status, sc.history(nil, tid))
 	}
-	if rec := sc.waitSettled("s03-stopped"); rec.Status != idempotency.StatusFailed {
+	if rec := sc.waitSettled("s03-stopped"); rec.Status != reservation.StatusFailed {
 		t.Fatalf("record %s after the execution was stopped, want FAILED (refunded)\n%s", rec.Status, sc.history(nil, tid))
 	}
 
@@ -257,7 +257,7 @@ func lostStatusEvent(t *testing.T, s *suite) {
 	// Nothing is in flight and the event is gone: only a sweep can settle
 	// the transfer now.
 	rec, _ := sc.record("s06-lost")
-	if rec.Status != idempotency.StatusInProgress {
+	if rec.Status != reservation.StatusInProgress {
 		t.Errorf("record %s before any sweep, want IN_PROGRESS", rec.Status)
 	}
 	if got, want := legsOf(sc.snapshot(), tid), (legs{Debit: 1}); got != want {

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/smithy-go"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/local/fault"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // TestStartFailures covers the orchestrator's second call failing: the
@@ -53,7 +53,7 @@ func startLostNoRetry(t *testing.T, s *suite) {
 	if e.Status != http.StatusServiceUnavailable || e.RetryAfter == "" {
 		t.Fatalf("POST: %s, want 503 with Retry-After", e)
 	}
-	if rec, found := sc.record("s11-lost"); !found || rec.Status != idempotency.StatusReserved {
+	if rec, found := sc.record("s11-lost"); !found || rec.Status != reservation.StatusReserved {
 		t.Fatalf("record %+v (found %v), want RESERVED", rec, found)
 	}
 	if n := len(sc.executions(e.TransferID)); n != 0 {

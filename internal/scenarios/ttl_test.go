@@ -15,11 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/local/fault"
 	"github.com/exactlyonce/transfers/internal/local/stack"
 	"github.com/exactlyonce/transfers/internal/local/ttl"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/transfer"
 )
 
@@ -53,7 +53,7 @@ func ttlDeletesOnlySettled(t *testing.T, s *suite) {
 		t.Fatalf("POST with StartExecution failing: %s, want 503", e)
 	}
 	reserved, found := sc.record("s10-reserved")
-	if !found || reserved.Status != idempotency.StatusReserved {
+	if !found || reserved.Status != reservation.StatusReserved {
 		t.Fatalf("record after the failed start: %+v (found %t), want RESERVED", reserved, found)
 	}
 
@@ -89,10 +89,10 @@ func ttlDeletesOnlySettled(t *testing.T, s *suite) {
 	if err != nil || fnErr == nil {
 		t.Fatalf("reaper with the refund failing: function error %v, invocation error %v; want a function error", fnErr, err)
 	}
-	if rec, _ := sc.record("s10-reconciling"); rec.Status != idempotency.StatusReconciling {
+	if rec, _ := sc.record("s10-reconciling"); rec.Status != reservation.StatusReconciling {
 		t.Fatalf("record %s after the reaper failed to refund, want RECONCILING\n%s", rec.Status, sc.history(nil, reconcilingID))
 	}
-	if rec, _ := sc.record("s10-inprogress"); rec.Status != idempotency.StatusInProgress {
+	if rec, _ := sc.record("s10-inprogress"); rec.Status != reservation.StatusInProgress {
 		t.Fatalf("record %s with its event lost, want IN_PROGRESS\n%s", rec.Status, sc.history(nil, inProgressID))
 	}
 
@@ -110,7 +110,7 @@ func ttlDeletesOnlySettled(t *testing.T, s *suite) {
 		}
 	}
 	future := time.Now().Add(settled.Retention() + time.Hour)
-	em := ttl.New(sc.h.DB, []ttl.Table{{Name: sc.h.IdempotencyTable, Attribute: idempotency.AttrExpiresAt}},
+	em := ttl.New(sc.h.DB, []ttl.Table{{Name: sc.h.IdempotencyTable, Attribute: reservation.AttrExpiresAt}},
 		ttl.Options{Now: func() time.Time { return future }})
 	n, err := em.RunNow(sc.ctx)
 	if err != nil {
@@ -127,8 +127,8 @@ func ttlDeletesOnlySettled(t *testing.T, s *suite) {
 			t.Errorf("%s record of transfer %s (expiresAt %d): kept %t, want %t", rec.Status, rec.ResourceID, rec.ExpiresAt, kept, !expired[k])
 		}
 	}
-	for key, status := range map[string]idempotency.Status{
-		"s10-reserved": idempotency.StatusReserved, "s10-inprogress": idempotency.StatusInProgress, "s10-reconciling": idempotency.StatusReconciling,
+	for key, status := range map[string]reservation.Status{
+		"s10-reserved": reservation.StatusReserved, "s10-inprogress": reservation.StatusInProgress, "s10-reconciling": reservation.StatusReconciling,
 	} {
 		if rec, found := sc.record(key); !found || rec.Status != status {
 			t.Errorf("record of key %s after TTL: %s (found %t), want %s", key, rec.Status, found, status)
@@ -141,7 +141,7 @@ func ttlDeletesOnlySettled(t *testing.T, s *suite) {
 	if e := sc.post("s10-reserved", reservedReq); e.Status != http.StatusAccepted || !e.Replayed {
 		t.Errorf("retry of the reserved key: %s, want 202 replayed", e)
 	}
-	if rec := sc.waitSettled("s10-reserved"); rec.Status != idempotency.StatusCompleted {
+	if rec := sc.waitSettled("s10-reserved"); rec.Status != reservation.StatusCompleted {
 		t.Errorf("reserved transfer %s after the retry, want COMPLETED", rec.Status)
 	}
 	sc.rest()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/exactlyonce/transfers/idempotency"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // Public statuses of a transfer.
@@ -81,7 +81,7 @@ func TransferIDOf(executionName string) string {
 }
 
 // NewWorkflowInput builds the execution input of rec.
-func NewWorkflowInput(rec idempotency.Record) ([]byte, error) {
+func NewWorkflowInput(rec reservation.Record) ([]byte, error) {
 	if !json.Valid([]byte(rec.Request)) {
 		return nil, fmt.Errorf("workflow input %s: stored request is not JSON", rec.ResourceID)
 	}
@@ -104,7 +104,7 @@ var ErrCorruptRecord = errors.New("stored transfer record is unreadable")
 // FromRecord renders the transfer of rec: the stored final response when
 // the record is terminal, else the pending transfer from the stored
 // request.
-func FromRecord(rec idempotency.Record) (Transfer, error) {
+func FromRecord(rec reservation.Record) (Transfer, error) {
 	if rec.Status.Terminal() && rec.Response != "" {
 		if t, ok := decodeTransfer(rec.Response); ok {
 			return t, nil
@@ -123,9 +123,9 @@ func FromRecord(rec idempotency.Record) (Transfer, error) {
 	}
 	status := StatusPending
 	switch rec.Status {
-	case idempotency.StatusCompleted:
+	case reservation.StatusCompleted:
 		status = StatusCompleted
-	case idempotency.StatusFailed:
+	case reservation.StatusFailed:
 		status = StatusFailed
 	}
 	return Transfer{

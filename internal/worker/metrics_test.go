@@ -12,11 +12,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/ledger/ledgertest"
 	"github.com/exactlyonce/transfers/internal/metrics"
 	"github.com/exactlyonce/transfers/internal/metrics/emftest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/worker"
 )
 
@@ -140,7 +140,7 @@ func TestSettlingLegPublishesTimeToSettle(t *testing.T) {
 		{name: "credit fenced", kind: ledger.Credit, wantErr: worker.TypeTransferFenced,
 			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
 				task := standard(ledger.Debit)(t, env)
-				env.SetRecord(t, task.RecordKey, idempotency.StatusFailed, task.TransferID)
+				env.SetRecord(t, task.RecordKey, reservation.StatusFailed, task.TransferID)
 				return task
 			}},
 		{name: "credit commits without createdAt", kind: ledger.Credit, setup: standard(ledger.Debit), createdAt: ptr("")},
@@ -151,7 +151,7 @@ func TestSettlingLegPublishesTimeToSettle(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			task := c.setup(t, env)
 			start := time.Now()
-			task.CreatedAt = start.Add(-accepted).UTC().Format(idempotency.TimeFormat)
+			task.CreatedAt = start.Add(-accepted).UTC().Format(reservation.TimeFormat)
 			if c.createdAt != nil {
 				task.CreatedAt = *c.createdAt
 			}

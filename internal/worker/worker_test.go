@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/ledger/ledgertest"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/worker"
 )
 
@@ -224,7 +224,7 @@ func scenarios() []scenario {
 		{name: "fenced", kind: ledger.Debit, wantType: worker.TypeTransferFenced, wantMessage: "COMPLETED",
 			setup: func(t *testing.T, env *ledgertest.Env) worker.Task {
 				task := standard()(t, env)
-				env.SetRecord(t, task.RecordKey, idempotency.StatusCompleted, task.TransferID)
+				env.SetRecord(t, task.RecordKey, reservation.StatusCompleted, task.TransferID)
 				return task
 			}},
 		{name: "credit without debit", kind: ledger.Credit, setup: standard(), wantType: worker.TypeDebitMissing},

@@ -22,10 +22,12 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/exactlyonce/transfers/idempotency"
+
 	"github.com/exactlyonce/transfers/internal/api"
 	"github.com/exactlyonce/transfers/internal/cfn"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/reaper"
+	"github.com/exactlyonce/transfers/internal/reservation"
 	"github.com/exactlyonce/transfers/internal/worker"
 )
 
@@ -171,7 +173,7 @@ type project struct {
 	db     *dynamodb.Client
 	states *sfn.Client
 	ledger *ledger.Ledger
-	store  *idempotency.Store
+	store  *reservation.Store
 }
 
 func newProject(cfg ProjectConfig) *project {
@@ -194,7 +196,7 @@ func (p *project) open(ctx context.Context) error {
 		}
 		p.db = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(p.cfg.DynamoDBEndpoint) })
 		p.states = sfn.NewFromConfig(awsCfg, func(o *sfn.Options) { o.BaseEndpoint = aws.String(p.cfg.SFNEndpoint) })
-		p.store = idempotency.NewStore(p.db, p.cfg.IdempotencyTable)
+		p.store = reservation.NewStore(p.db, p.cfg.IdempotencyTable)
 		if p.ledger, p.err = ledger.New(p.db, ledger.Config{LedgerTable: p.cfg.LedgerTable, IdempotencyTable: p.cfg.IdempotencyTable}); p.err != nil {
 			return
 		}
@@ -292,7 +294,7 @@ func (p *project) task(kind ledger.Kind) func(ctx context.Context, n int) ([]byt
 			RetentionSeconds:     86400,
 		}
 		request := fmt.Appendf(nil, `{"sourceAccountId":%q,"destinationAccountId":%q,"amount":1,"currency":"EUR","reference":""}`, p.src, p.dst)
-		rec, created, err := p.store.Reserve(ctx, idempotency.Reservation{
+		rec, created, err := p.store.Reserve(ctx, reservation.Reservation{
 			Scope: p.scope, Key: key, Fingerprint: idempotency.Fingerprint(request),
 			ResourceID: t.TransferID, Request: request,
 			Attributes: ledger.RecordAttributes(t.SourceAccountID, t.DestinationAccountID, t.Amount, t.Currency),
@@ -327,16 +329,16 @@ func (p *project) task(kind ledger.Kind) func(ctx context.Context, n int) ([]byt
 // markInProgress does what the workflow's MarkInProgress state does to a
 // reserved record.
 func (p *project) markInProgress(ctx context.Context, recordKey string) error {
-	inProgress := expression.Value(string(idempotency.StatusInProgress))
-	update := expression.Set(expression.Name(idempotency.AttrStatus), inProgress).
-		Set(expression.Name(idempotency.AttrPending), inProgress)
+	inProgress := expression.Value(string(reservation.StatusInProgress))
+	update := expression.Set(expression.Name(reservation.AttrStatus), inProgress).
+		Set(expression.Name(reservation.AttrPending), inProgress)
 	expr, err := expression.NewBuilder().WithUpdate(update).Build()
 	if err != nil {
 		return fmt.Errorf("mark %s in progress: %w", recordKey, err)
 	}
 	if _, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.cfg.IdempotencyTable),
-		Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
 		UpdateExpression:          expr.Update(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),

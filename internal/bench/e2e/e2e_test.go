@@ -11,10 +11,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/chaos"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/stack"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // One stack for the package's tests, started with the probe.
@@ -102,7 +102,7 @@ func countCompleted(t *testing.T) int {
 	}
 	n := 0
 	for _, r := range snap.Records {
-		if r.Status == idempotency.StatusCompleted {
+		if r.Status == reservation.StatusCompleted {
 			n++
 		}
 	}
@@ -244,7 +244,7 @@ func TestCaptureRecordsTheTransfersOperationsInOrder(t *testing.T) {
 	if _, _, terminal := terminalUpdate(first); terminal || !strings.Contains(string(first), `"IN_PROGRESS"`) {
 		t.Errorf("first workflow update is not MarkInProgress: %s", first)
 	}
-	if key, status, ok := terminalUpdate(last); !ok || key != mix.RecordKey || status != idempotency.StatusCompleted {
+	if key, status, ok := terminalUpdate(last); !ok || key != mix.RecordKey || status != reservation.StatusCompleted {
 		t.Errorf("last workflow update: %q %q %v, want %s COMPLETED", key, status, ok, mix.RecordKey)
 	}
 	if got := mix.Kinds(); got["UpdateItem"] != 2 || got["GetItem"] != 2 || len(got) != 5 {

@@ -23,8 +23,8 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/local/stack"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // dynamoDBTargetPrefix prefixes the operation in X-Amz-Target.
@@ -87,7 +87,7 @@ func (p *Probe) Options(opts stack.Options) stack.Options {
 type waiter struct {
 	done   chan struct{}
 	at     time.Time // when the terminal write succeeded
-	status idempotency.Status
+	status reservation.Status
 }
 
 // expect registers a wait for the record recordKey; call it before the
@@ -112,7 +112,7 @@ func (p *Probe) forget(recordKey string) {
 }
 
 // settled wakes the waiter of recordKey, if any, once.
-func (p *Probe) settled(recordKey string, status idempotency.Status, at time.Time) {
+func (p *Probe) settled(recordKey string, status reservation.Status, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.waiters[recordKey]
@@ -247,11 +247,11 @@ var assignment = regexp.MustCompile(`([#A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)`)
 
 // terminalValues are the terminal statuses as they appear in a request,
 // to skip parsing the requests that name none.
-var terminalValues = [][]byte{[]byte(`"` + idempotency.StatusCompleted + `"`), []byte(`"` + idempotency.StatusFailed + `"`)}
+var terminalValues = [][]byte{[]byte(`"` + reservation.StatusCompleted + `"`), []byte(`"` + reservation.StatusFailed + `"`)}
 
 // terminalUpdate reports whether an UpdateItem request sets an
 // idempotency record's status to a terminal one, and the record's key.
-func terminalUpdate(body []byte) (recordKey string, status idempotency.Status, ok bool) {
+func terminalUpdate(body []byte) (recordKey string, status reservation.Status, ok bool) {
 	if !bytes.Contains(body, terminalValues[0]) && !bytes.Contains(body, terminalValues[1]) {
 		return "", "", false
 	}
@@ -259,7 +259,7 @@ func terminalUpdate(body []byte) (recordKey string, status idempotency.Status, o
 	if json.Unmarshal(body, &u) != nil {
 		return "", "", false
 	}
-	pk, found := u.Key[idempotency.AttrKey]
+	pk, found := u.Key[reservation.AttrKey]
 	if !found || pk.S == nil || len(u.Key) != 1 {
 		return "", "", false
 	}
@@ -269,12 +269,12 @@ func terminalUpdate(body []byte) (recordKey string, status idempotency.Status, o
 		if alias, isAlias := u.ExpressionAttributeNames[name]; isAlias {
 			name = alias
 		}
-		if name != idempotency.AttrStatus {
+		if name != reservation.AttrStatus {
 			continue
 		}
 		v := u.ExpressionAttributeValues[m[2]].S
-		if v != nil && idempotency.Status(*v).Terminal() {
-			return *pk.S, idempotency.Status(*v), true
+		if v != nil && reservation.Status(*v).Terminal() {
+			return *pk.S, reservation.Status(*v), true
 		}
 	}
 	return "", "", false

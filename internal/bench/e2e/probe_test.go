@@ -7,8 +7,8 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/local/stack"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 func TestTerminalUpdate(t *testing.T) {
@@ -20,16 +20,16 @@ func TestTerminalUpdate(t *testing.T) {
 		name       string
 		body       string
 		wantKey    string
-		wantStatus idempotency.Status
+		wantStatus reservation.Status
 		wantOK     bool
 	}{
-		{name: "completed", body: strings.Replace(final, "%s", "COMPLETED", 1), wantKey: "k1", wantStatus: idempotency.StatusCompleted, wantOK: true},
-		{name: "failed", body: strings.Replace(final, "%s", "FAILED", 1), wantKey: "k1", wantStatus: idempotency.StatusFailed, wantOK: true},
+		{name: "completed", body: strings.Replace(final, "%s", "COMPLETED", 1), wantKey: "k1", wantStatus: reservation.StatusCompleted, wantOK: true},
+		{name: "failed", body: strings.Replace(final, "%s", "FAILED", 1), wantKey: "k1", wantStatus: reservation.StatusFailed, wantOK: true},
 		{name: "in progress", body: strings.Replace(final, "%s", "IN_PROGRESS", 1)},
 		{
 			name:    "status named directly",
 			body:    `{"Key":{"pk":{"S":"k2"}},"UpdateExpression":"SET status = :s","ExpressionAttributeValues":{":s":{"S":"COMPLETED"}}}`,
-			wantKey: "k2", wantStatus: idempotency.StatusCompleted, wantOK: true,
+			wantKey: "k2", wantStatus: reservation.StatusCompleted, wantOK: true,
 		},
 		{
 			// A terminal value set on another attribute does not settle

@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/local/stack"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
-const statusCompleted = idempotency.StatusCompleted
+const statusCompleted = reservation.StatusCompleted
 
 // DefaultTimeout bounds one transfer of Run and Capture, from its request
 // to its record turning terminal.

@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/local/ddbtest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // Env is a ledger on its own pair of tables.
@@ -94,7 +94,7 @@ func (e *Env) Balance(t testing.TB, id string) int64 {
 // SetRecord sets the status and the transfer of the idempotency record
 // key, creating the record if there is none; the rest of it (the
 // transfer's payload attributes, its scope) is kept.
-func (e *Env) SetRecord(t testing.TB, key string, status idempotency.Status, transferID string) {
+func (e *Env) SetRecord(t testing.TB, key string, status reservation.Status, transferID string) {
 	t.Helper()
 	if err := e.PutRecord(context.Background(), key, status, transferID); err != nil {
 		t.Fatal(err)
@@ -102,14 +102,14 @@ func (e *Env) SetRecord(t testing.TB, key string, status idempotency.Status, tra
 }
 
 // PutRecord is SetRecord for goroutines that may not stop the test.
-func (e *Env) PutRecord(ctx context.Context, key string, status idempotency.Status, transferID string) error {
+func (e *Env) PutRecord(ctx context.Context, key string, status reservation.Status, transferID string) error {
 	if _, err := e.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(e.IdempotencyTable),
-		Key:              map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: key}},
+		Key:              map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: key}},
 		UpdateExpression: aws.String("SET #status = :status, #resourceId = :id, #scope = if_not_exists(#scope, :scope), #createdAt = if_not_exists(#createdAt, :createdAt), #expiresAt = :expiresAt"),
 		ExpressionAttributeNames: map[string]string{
-			"#status": idempotency.AttrStatus, "#resourceId": idempotency.AttrResourceID, "#scope": idempotency.AttrScope,
-			"#createdAt": idempotency.AttrCreatedAt, "#expiresAt": idempotency.AttrExpiresAt,
+			"#status": reservation.AttrStatus, "#resourceId": reservation.AttrResourceID, "#scope": reservation.AttrScope,
+			"#createdAt": reservation.AttrCreatedAt, "#expiresAt": reservation.AttrExpiresAt,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":status":    &types.AttributeValueMemberS{Value: string(status)},
@@ -129,7 +129,7 @@ func (e *Env) DeleteRecord(t testing.TB, key string) {
 	t.Helper()
 	if _, err := e.Client.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
 		TableName: aws.String(e.IdempotencyTable),
-		Key:       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: key}},
+		Key:       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: key}},
 	}); err != nil {
 		t.Fatalf("delete record %s: %v", key, err)
 	}
@@ -179,10 +179,10 @@ func (e *Env) NewTransfer(t testing.TB, source, destination string, amount int64
 		Amount:      amount,
 		Currency:    currency,
 	}
-	item, err := attributevalue.MarshalMap(idempotency.Record{
+	item, err := attributevalue.MarshalMap(reservation.Record{
 		Key:        tr.RecordKey,
 		Scope:      tr.Scope,
-		Status:     idempotency.StatusInProgress,
+		Status:     reservation.StatusInProgress,
 		ResourceID: tr.ID,
 		CreatedAt:  "2026-01-01T00:00:00.000Z",
 		ExpiresAt:  1893456000,
@@ -206,9 +206,9 @@ func (e *Env) SetAttempt(t testing.TB, key string, attempt int64) {
 	t.Helper()
 	if _, err := e.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(e.IdempotencyTable),
-		Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: key}},
+		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: key}},
 		UpdateExpression:          aws.String("SET #a = :a"),
-		ExpressionAttributeNames:  map[string]string{"#a": idempotency.AttrAttempt},
+		ExpressionAttributeNames:  map[string]string{"#a": reservation.AttrAttempt},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: strconv.FormatInt(attempt, 10)}},
 	}); err != nil {
 		t.Fatalf("set the attempt of %s: %v", key, err)
@@ -233,7 +233,7 @@ func (e *Env) SetPayload(t testing.TB, tr Transfer) {
 	}
 	if _, err := e.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(e.IdempotencyTable),
-		Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: tr.RecordKey}},
+		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: tr.RecordKey}},
 		UpdateExpression:          aws.String(set),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,

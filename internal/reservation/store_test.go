@@ -1,4 +1,4 @@
-package idempotency_test
+package reservation_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/idempotency/idemtest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 func TestMain(m *testing.M) { idemtest.Main(m) }
@@ -53,8 +54,8 @@ func describeItem(item map[string]types.AttributeValue) string {
 
 func (c *clock) Now() time.Time { return c.now }
 
-func reservation(scope, key, body, id string) idempotency.Reservation {
-	return idempotency.Reservation{
+func reservationFor(scope, key, body, id string) reservation.Reservation {
+	return reservation.Reservation{
 		Scope: scope, Key: key, Fingerprint: idempotency.Fingerprint([]byte(body)),
 		ResourceID: id, Request: []byte(body),
 	}
@@ -62,12 +63,12 @@ func reservation(scope, key, body, id string) idempotency.Reservation {
 
 // settle moves a record to status at settledAt, as the workflow does: a
 // terminal record gets its expiry, settledAt plus the retention.
-func settle(t *testing.T, client *dynamodb.Client, table, recordKey string, status idempotency.Status, settledAt time.Time) {
+func settle(t *testing.T, client *dynamodb.Client, table, recordKey string, status reservation.Status, settledAt time.Time) {
 	t.Helper()
-	update := expression.Set(expression.Name(idempotency.AttrStatus), expression.Value(status))
+	update := expression.Set(expression.Name(reservation.AttrStatus), expression.Value(status))
 	if status.Terminal() {
-		update = update.Remove(expression.Name(idempotency.AttrPending)).
-			Set(expression.Name(idempotency.AttrExpiresAt), expression.Value(settledAt.Add(idempotency.DefaultRetention).Unix()))
+		update = update.Remove(expression.Name(reservation.AttrPending)).
+			Set(expression.Name(reservation.AttrExpiresAt), expression.Value(settledAt.Add(reservation.DefaultRetention).Unix()))
 	}
 	expr, err := expression.NewBuilder().WithUpdate(update).Build()
 	if err != nil {
@@ -75,7 +76,7 @@ func settle(t *testing.T, client *dynamodb.Client, table, recordKey string, stat
 	}
 	if _, err := client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(table),
-		Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
 		UpdateExpression:          expr.Update(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
@@ -86,12 +87,12 @@ func settle(t *testing.T, client *dynamodb.Client, table, recordKey string, stat
 
 func TestReserveNewKey(t *testing.T) {
 	client, calls := counted(t)
-	table := idemtest.Table(t, client)
+	table := table(t, client)
 	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now), idempotency.WithRetention(2*time.Hour))
+	store := reservation.NewStore(client, table, reservation.WithClock(clk.Now), reservation.WithRetention(2*time.Hour))
 
 	calls.Store(0)
-	rec, created, err := store.Reserve(context.Background(), reservation("alice", "k1", `{"a":1}`, "t-1"))
+	rec, created, err := store.Reserve(context.Background(), reservationFor("alice", "k1", `{"a":1}`, "t-1"))
 	if err != nil || !created {
 		t.Fatalf("Reserve = %v, %v", created, err)
 	}
@@ -102,8 +103,8 @@ func TestReserveNewKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := idempotency.Record{
-		Key: idempotency.RecordKey("alice", "k1"), Scope: "alice", Status: idempotency.StatusReserved,
+	want := reservation.Record{
+		Key: idempotency.RecordKey("alice", "k1"), Scope: "alice", Status: reservation.StatusReserved,
 		Fingerprint: idempotency.Fingerprint([]byte(`{"a":1}`)), ResourceID: "t-1", Request: `{"a":1}`,
 		CreatedAt: "2026-03-01T12:00:00.000Z", RetentionSeconds: 7200, Pending: "RESERVED", SweepAt: "2026-03-01T12:00:00.000Z",
 	}
@@ -114,37 +115,37 @@ func TestReserveNewKey(t *testing.T) {
 
 func TestReserveExistingKey(t *testing.T) {
 	client, calls := counted(t)
-	table := idemtest.Table(t, client)
+	table := table(t, client)
 	clk := &clock{now: idemtest.Now()}
-	store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now))
+	store := reservation.NewStore(client, table, reservation.WithClock(clk.Now))
 	ctx := context.Background()
 
 	tests := []struct {
 		name   string
-		status idempotency.Status
+		status reservation.Status
 		// settled is when the record settled, after the reservation.
 		settled     time.Duration
 		after       time.Duration
 		wantCreated bool
 	}{
-		{"reserved", idempotency.StatusReserved, 0, time.Minute, false},
-		{"in progress", idempotency.StatusInProgress, 0, time.Hour, false},
-		{"completed within retention", idempotency.StatusCompleted, 0, 23 * time.Hour, false},
-		{"failed within retention", idempotency.StatusFailed, 0, 23 * time.Hour, false},
-		{"completed past retention", idempotency.StatusCompleted, 0, 24 * time.Hour, true},
-		{"failed past retention", idempotency.StatusFailed, 0, 48 * time.Hour, true},
+		{"reserved", reservation.StatusReserved, 0, time.Minute, false},
+		{"in progress", reservation.StatusInProgress, 0, time.Hour, false},
+		{"completed within retention", reservation.StatusCompleted, 0, 23 * time.Hour, false},
+		{"failed within retention", reservation.StatusFailed, 0, 23 * time.Hour, false},
+		{"completed past retention", reservation.StatusCompleted, 0, 24 * time.Hour, true},
+		{"failed past retention", reservation.StatusFailed, 0, 48 * time.Hour, true},
 		// Retention runs from settlement, not from the reservation.
-		{"settled late, within retention from the settlement", idempotency.StatusCompleted, 12 * time.Hour, 30 * time.Hour, false},
+		{"settled late, within retention from the settlement", reservation.StatusCompleted, 12 * time.Hour, 30 * time.Hour, false},
 		// Expiry never frees a transfer that has not finished.
-		{"reserved past retention", idempotency.StatusReserved, 0, 48 * time.Hour, false},
-		{"in progress past retention", idempotency.StatusInProgress, 0, 48 * time.Hour, false},
-		{"reconciling past retention", idempotency.StatusReconciling, 0, 48 * time.Hour, false},
+		{"reserved past retention", reservation.StatusReserved, 0, 48 * time.Hour, false},
+		{"in progress past retention", reservation.StatusInProgress, 0, 48 * time.Hour, false},
+		{"reconciling past retention", reservation.StatusReconciling, 0, 48 * time.Hour, false},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk.now = idemtest.Now()
 			key := fmt.Sprintf("key-%d", i)
-			first, _, err := store.Reserve(ctx, reservation("alice", key, `{"a":1}`, "first"))
+			first, _, err := store.Reserve(ctx, reservationFor("alice", key, `{"a":1}`, "first"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,14 +155,14 @@ func TestReserveExistingKey(t *testing.T) {
 			// what the condition was judged on when the answer is wrong.
 			before, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 				TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-				Key: map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: first.Key}},
+				Key: map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: first.Key}},
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 
 			calls.Store(0)
-			rec, created, err := store.Reserve(ctx, reservation("alice", key, `{"a":1}`, "second"))
+			rec, created, err := store.Reserve(ctx, reservationFor("alice", key, `{"a":1}`, "second"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +174,7 @@ func TestReserveExistingKey(t *testing.T) {
 			}
 			wantID, wantStatus := "first", tt.status
 			if tt.wantCreated {
-				wantID, wantStatus = "second", idempotency.StatusReserved
+				wantID, wantStatus = "second", reservation.StatusReserved
 			}
 			if rec.ResourceID != wantID || rec.Status != wantStatus {
 				t.Fatalf("record %s in %s, want %s in %s", rec.ResourceID, rec.Status, wantID, wantStatus)
@@ -184,12 +185,12 @@ func TestReserveExistingKey(t *testing.T) {
 
 func TestReserveFingerprintMismatch(t *testing.T) {
 	client := idemtest.Client(t)
-	store := idempotency.NewStore(client, idemtest.Table(t, client))
+	store := reservation.NewStore(client, table(t, client))
 	ctx := context.Background()
-	if _, _, err := store.Reserve(ctx, reservation("alice", "k", `{"amount":1}`, "t-1")); err != nil {
+	if _, _, err := store.Reserve(ctx, reservationFor("alice", "k", `{"amount":1}`, "t-1")); err != nil {
 		t.Fatal(err)
 	}
-	other := reservation("alice", "k", `{"amount":2}`, "t-2")
+	other := reservationFor("alice", "k", `{"amount":2}`, "t-2")
 	rec, created, err := store.Reserve(ctx, other)
 	if err != nil || created {
 		t.Fatalf("Reserve = %v, %v", created, err)
@@ -204,10 +205,10 @@ func TestReserveFingerprintMismatch(t *testing.T) {
 
 func TestReserveScopesKeys(t *testing.T) {
 	client := idemtest.Client(t)
-	store := idempotency.NewStore(client, idemtest.Table(t, client))
+	store := reservation.NewStore(client, table(t, client))
 	ctx := context.Background()
 	for _, scope := range []string{"alice", "bob"} {
-		rec, created, err := store.Reserve(ctx, reservation(scope, "shared", `{"a":1}`, "t-"+scope))
+		rec, created, err := store.Reserve(ctx, reservationFor(scope, "shared", `{"a":1}`, "t-"+scope))
 		if err != nil || !created || rec.ResourceID != "t-"+scope {
 			t.Fatalf("%s: Reserve = %+v, %v, %v", scope, rec, created, err)
 		}
@@ -236,7 +237,7 @@ func TestReserveScopesKeys(t *testing.T) {
 
 func TestReserveConcurrently(t *testing.T) {
 	client := idemtest.Client(t)
-	store := idempotency.NewStore(client, idemtest.Table(t, client))
+	store := reservation.NewStore(client, table(t, client))
 	const n = 20
 	var wg sync.WaitGroup
 	var created atomic.Int64
@@ -246,7 +247,7 @@ func TestReserveConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec, ok, err := store.Reserve(context.Background(), reservation("alice", "race", `{"a":1}`, fmt.Sprintf("t-%d", i)))
+			rec, ok, err := store.Reserve(context.Background(), reservationFor("alice", "race", `{"a":1}`, fmt.Sprintf("t-%d", i)))
 			if ok {
 				created.Add(1)
 			}
@@ -266,9 +267,9 @@ func TestReserveConcurrently(t *testing.T) {
 
 func TestReserveRejectsBadKey(t *testing.T) {
 	client, calls := counted(t)
-	store := idempotency.NewStore(client, "never-called")
+	store := reservation.NewStore(client, "never-called")
 	calls.Store(0)
-	if _, _, err := store.Reserve(context.Background(), reservation("alice", "", `{}`, "t")); !errors.Is(err, idempotency.ErrKeyMissing) {
+	if _, _, err := store.Reserve(context.Background(), reservationFor("alice", "", `{}`, "t")); !errors.Is(err, idempotency.ErrKeyMissing) {
 		t.Fatalf("err = %v, want ErrKeyMissing", err)
 	}
 	if calls.Load() != 0 {
@@ -282,8 +283,19 @@ func TestStoreUnavailable(t *testing.T) {
 		o.BaseEndpoint = aws.String("http://127.0.0.1:1")
 		o.RetryMaxAttempts = 1
 	})
-	store := idempotency.NewStore(client, "t")
-	if _, _, err := store.Reserve(context.Background(), reservation("alice", "k", `{}`, "t")); err == nil {
+	store := reservation.NewStore(client, "t")
+	if _, _, err := store.Reserve(context.Background(), reservationFor("alice", "k", `{}`, "t")); err == nil {
 		t.Fatal("Reserve against an unreachable endpoint succeeded")
 	}
+}
+
+// table creates a table of the reservation store's schema (TableInput,
+// its indexes included), with Time to Live on, for this test.
+func table(t *testing.T, client *dynamodb.Client) string {
+	t.Helper()
+	name := idemtest.TableFrom(t, client, reservation.TableInput("reservations"))
+	if _, err := client.UpdateTimeToLive(t.Context(), reservation.TimeToLiveInput(name)); err != nil {
+		t.Fatalf("enable time to live on %s: %v", name, err)
+	}
+	return name
 }

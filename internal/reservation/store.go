@@ -1,4 +1,4 @@
-package idempotency
+package reservation
 
 import (
 	"context"
@@ -13,16 +13,38 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/exactlyonce/transfers/idempotency"
 )
 
-// DefaultRetention is how long a key is kept when no retention is set.
-const DefaultRetention = 24 * time.Hour
+// DefaultRetention is how long a key is kept when no retention is set:
+// the library's.
+const DefaultRetention = idempotency.DefaultRetention
 
-// ErrKeyReused reports a key presented again with a different request.
-var ErrKeyReused = errors.New("idempotency key was already used with a different request")
+// The library's errors: a key presented again with another request, and
+// no record.
+var (
+	ErrKeyReused = idempotency.ErrKeyReused
+	ErrNotFound  = idempotency.ErrNotFound
+)
 
-// ErrNotFound reports that no record matches.
-var ErrNotFound = errors.New("idempotency record not found")
+// ErrPreconditionFailed reports that a condition a reservation required
+// (Reservation.Require) did not hold: nothing was reserved. The error is
+// the library's *idempotency.PreconditionError naming the condition.
+var ErrPreconditionFailed = idempotency.ErrPreconditionFailed
+
+// Cancellation reason codes of TransactWriteItems.
+const (
+	codeNone                   = "None"
+	codeConditionalCheckFailed = "ConditionalCheckFailed"
+)
+
+// reasonCode is a cancellation reason's code, "None" when it has none.
+func reasonCode(r types.CancellationReason) string {
+	if c := aws.ToString(r.Code); c != "" {
+		return c
+	}
+	return codeNone
+}
 
 // API is the part of the DynamoDB client the store uses.
 type API interface {
@@ -135,10 +157,10 @@ type Reservation struct {
 // for the record, plus the checks). A key that is taken is answered with
 // its existing record whatever the required conditions say: the record
 // already answers the request. Only when the key could be taken and a
-// required condition failed is the answer a *PreconditionError
+// required condition failed is the answer a *idempotency.PreconditionError
 // (ErrPreconditionFailed), and nothing is stored.
 func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created bool, err error) {
-	if err := ValidateKey(r.Key); err != nil {
+	if err := idempotency.ValidateKey(r.Key); err != nil {
 		return Record{}, false, err
 	}
 	if len(r.Require) > maxRequired {
@@ -146,7 +168,7 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 	}
 	now := s.now().UTC()
 	rec = Record{
-		Key:         RecordKey(r.Scope, r.Key),
+		Key:         idempotency.RecordKey(r.Scope, r.Key),
 		Scope:       r.Scope,
 		Status:      StatusReserved,
 		Fingerprint: r.Fingerprint,
@@ -223,7 +245,7 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 //
 // It returns the record as it is afterwards: the settled record with
 // settled = true, or, when the condition failed, the record as it was
-// (ALL_OLD) with settled = false; ErrNotFound when there is none.
+// (ALL_OLD) with settled = false; idempotency.ErrNotFound when there is none.
 func (s *Store) FailReserved(ctx context.Context, recordKey, resourceID, response string) (rec Record, settled bool, err error) {
 	now := s.now().UTC()
 	cond := expression.Name(AttrStatus).Equal(expression.Value(StatusReserved)).
@@ -337,7 +359,7 @@ func (s *Store) reserveWith(ctx context.Context, r Reservation, rec Record, item
 		return existing, false, nil
 	}
 	return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key,
-		&PreconditionError{Index: failed - 1, Item: reasons[failed].Item})
+		&idempotency.PreconditionError{Index: failed - 1, Item: reasons[failed].Item})
 }
 
 // isRecordAttribute reports whether name is an attribute a record may
@@ -352,7 +374,7 @@ func isRecordAttribute(name string) bool {
 	return false
 }
 
-// Matches reports whether fingerprint is the record's: ErrKeyReused if not.
+// Matches reports whether fingerprint is the record's: idempotency.ErrKeyReused if not.
 func (r Record) Matches(fingerprint string) error {
 	if r.Fingerprint != fingerprint {
 		return ErrKeyReused
@@ -362,7 +384,7 @@ func (r Record) Matches(fingerprint string) error {
 
 // Get reads the record of (scope, key) with a strongly consistent read.
 func (s *Store) Get(ctx context.Context, scope, key string) (Record, error) {
-	return s.GetByRecordKey(ctx, RecordKey(scope, key))
+	return s.GetByRecordKey(ctx, idempotency.RecordKey(scope, key))
 }
 
 // GetByRecordKey reads a record by its table key, strongly consistent.
@@ -386,7 +408,7 @@ func (s *Store) GetByRecordKey(ctx context.Context, recordKey string) (Record, e
 }
 
 // FindByResourceID returns the record that created resourceID within scope.
-// A record of another scope is reported as ErrNotFound: callers never learn
+// A record of another scope is reported as idempotency.ErrNotFound: callers never learn
 // of each other's resources. The ByResourceId index is eventually
 // consistent, so the record is then read again from the table with a
 // strongly consistent read.
@@ -440,7 +462,7 @@ type itemUpdater interface {
 func updateReturning(ctx context.Context, client itemUpdater, table, recordKey string, expr expression.Expression) (item map[string]types.AttributeValue, applied bool, err error) {
 	out, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(table),
-		Key:                                 keyOf(recordKey),
+		Key:                                 map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
 		ConditionExpression:                 expr.Condition(),
 		UpdateExpression:                    expr.Update(),
 		ExpressionAttributeNames:            expr.Names(),

@@ -1,4 +1,4 @@
-package idempotency_test
+package reservation_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/idempotency/idemtest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // FailReserved settles a record that no operation has taken yet, in one
@@ -23,33 +24,33 @@ func TestFailReserved(t *testing.T) {
 		name string
 		// status moves the record there first; "" leaves it RESERVED,
 		// and none means there is no record.
-		status     idempotency.Status
+		status     reservation.Status
 		none       bool
 		attempt    int64 // the record's attempt: 1 for a resumed one
 		resourceID string
 		wantSettle bool
-		wantStatus idempotency.Status
+		wantStatus reservation.Status
 		wantErr    error
 	}{
-		{name: "reserved", resourceID: "t-1", wantSettle: true, wantStatus: idempotency.StatusFailed},
-		{name: "reserved for another operation", resourceID: "t-other", wantStatus: idempotency.StatusReserved},
-		{name: "taken by its operation", status: idempotency.StatusInProgress, resourceID: "t-1", wantStatus: idempotency.StatusInProgress},
-		{name: "completed", status: idempotency.StatusCompleted, resourceID: "t-1", wantStatus: idempotency.StatusCompleted},
+		{name: "reserved", resourceID: "t-1", wantSettle: true, wantStatus: reservation.StatusFailed},
+		{name: "reserved for another operation", resourceID: "t-other", wantStatus: reservation.StatusReserved},
+		{name: "taken by its operation", status: reservation.StatusInProgress, resourceID: "t-1", wantStatus: reservation.StatusInProgress},
+		{name: "completed", status: reservation.StatusCompleted, resourceID: "t-1", wantStatus: reservation.StatusCompleted},
 		{name: "no record", none: true, resourceID: "t-1", wantErr: idempotency.ErrNotFound},
 		// RESERVED again under its next attempt: an earlier run may have
 		// done part of the work, so it was not refused before it started.
-		{name: "resumed", attempt: 1, resourceID: "t-1", wantStatus: idempotency.StatusReserved},
+		{name: "resumed", attempt: 1, resourceID: "t-1", wantStatus: reservation.StatusReserved},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client, calls := counted(t)
-			table := idemtest.Table(t, client)
+			table := table(t, client)
 			clk := &clock{now: idemtest.Now()}
-			store := idempotency.NewStore(client, table, idempotency.WithClock(clk.Now), idempotency.WithRetention(2*time.Hour))
+			store := reservation.NewStore(client, table, reservation.WithClock(clk.Now), reservation.WithRetention(2*time.Hour))
 			ctx := context.Background()
 			key := idempotency.RecordKey("alice", "k1")
 			if !tt.none {
-				if _, _, err := store.Reserve(ctx, reservation("alice", "k1", `{"a":1}`, "t-1")); err != nil {
+				if _, _, err := store.Reserve(ctx, reservationFor("alice", "k1", `{"a":1}`, "t-1")); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -59,7 +60,7 @@ func TestFailReserved(t *testing.T) {
 			if tt.attempt != 0 {
 				if _, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 					TableName:                 aws.String(table),
-					Key:                       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: key}},
+					Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: key}},
 					UpdateExpression:          aws.String("SET attempt = :a"),
 					ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: fmt.Sprint(tt.attempt)}},
 				}); err != nil {
@@ -89,11 +90,11 @@ func TestFailReserved(t *testing.T) {
 				return
 			}
 			if stored.Response != response || stored.Pending != "" || stored.ExpiresAt != clk.now.Add(2*time.Hour).Unix() ||
-				stored.UpdatedAt != clk.now.UTC().Format(idempotency.TimeFormat) {
+				stored.UpdatedAt != clk.now.UTC().Format(reservation.TimeFormat) {
 				t.Errorf("settled %+v: want the response, no pending, expiry at settlement plus the retention", stored)
 			}
 			// Settled, it is a record like any other: the key stays taken.
-			again, created, err := store.Reserve(ctx, reservation("alice", "k1", `{"a":1}`, "t-2"))
+			again, created, err := store.Reserve(ctx, reservationFor("alice", "k1", `{"a":1}`, "t-2"))
 			if err != nil || created || again.ResourceID != "t-1" {
 				t.Errorf("Reserve after = %+v, %t, %v; want the settled record", again, created, err)
 			}

@@ -1,4 +1,4 @@
-package idempotency_test
+package reservation_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/idempotency/idemtest"
+	"github.com/exactlyonce/transfers/internal/reservation"
 )
 
 // grantsTable creates another table, keyed as many are (pk, sk), for the
@@ -73,9 +74,9 @@ func heldBy(t *testing.T, table, resource, holder string) types.ConditionCheck {
 
 func TestReserveRequire(t *testing.T) {
 	client, calls := counted(t)
-	records, other := idemtest.Table(t, client), grantsTable(t, client)
+	records, other := table(t, client), grantsTable(t, client)
 	clk := &clock{now: idemtest.Now()}
-	store := idempotency.NewStore(client, records, idempotency.WithClock(clk.Now))
+	store := reservation.NewStore(client, records, reservation.WithClock(clk.Now))
 	ctx := context.Background()
 	putGrant(t, client, other, "acct-1", "alice")
 
@@ -83,7 +84,7 @@ func TestReserveRequire(t *testing.T) {
 		name string
 		// existing is the status of a record of the key stored first
 		// (without conditions), settledAgo before the request; "" for none.
-		existing   idempotency.Status
+		existing   reservation.Status
 		settledAgo time.Duration
 		resource   string // the resource the request requires alice to hold
 		// wantCreated, wantErr: the outcome; wantID the record's transfer.
@@ -98,15 +99,15 @@ func TestReserveRequire(t *testing.T) {
 			wantErr: idempotency.ErrPreconditionFailed, wantCalls: 2},
 		{name: "free key, resource missing", resource: "acct-missing",
 			wantErr: idempotency.ErrPreconditionFailed, wantCalls: 2},
-		{name: "taken key, condition holds", existing: idempotency.StatusInProgress, resource: "acct-1",
+		{name: "taken key, condition holds", existing: reservation.StatusInProgress, resource: "acct-1",
 			wantID: "old", wantCalls: 1},
-		{name: "taken key, condition fails: the record answers", existing: idempotency.StatusInProgress, resource: "acct-missing",
+		{name: "taken key, condition fails: the record answers", existing: reservation.StatusInProgress, resource: "acct-missing",
 			wantID: "old", wantCalls: 1},
-		{name: "settled key within retention, condition fails", existing: idempotency.StatusCompleted, settledAgo: time.Hour, resource: "acct-missing",
+		{name: "settled key within retention, condition fails", existing: reservation.StatusCompleted, settledAgo: time.Hour, resource: "acct-missing",
 			wantID: "old", wantCalls: 1},
-		{name: "expired key, condition holds", existing: idempotency.StatusFailed, settledAgo: 48 * time.Hour, resource: "acct-1",
+		{name: "expired key, condition holds", existing: reservation.StatusFailed, settledAgo: 48 * time.Hour, resource: "acct-1",
 			wantCreated: true, wantID: "new", wantCalls: 1},
-		{name: "expired key, condition fails", existing: idempotency.StatusCompleted, settledAgo: 48 * time.Hour, resource: "acct-missing",
+		{name: "expired key, condition fails", existing: reservation.StatusCompleted, settledAgo: 48 * time.Hour, resource: "acct-missing",
 			wantErr: idempotency.ErrPreconditionFailed, wantCalls: 2},
 	}
 	putGrant(t, client, other, "acct-2-bob", "bob")
@@ -115,7 +116,7 @@ func TestReserveRequire(t *testing.T) {
 			key := fmt.Sprintf("k-%d", i)
 			clk.now = idemtest.Now()
 			if tt.existing != "" {
-				old, _, err := store.Reserve(ctx, reservation("alice", key, `{"a":1}`, "old"))
+				old, _, err := store.Reserve(ctx, reservationFor("alice", key, `{"a":1}`, "old"))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +124,7 @@ func TestReserveRequire(t *testing.T) {
 			}
 			before, _ := store.Get(ctx, "alice", key)
 
-			r := reservation("alice", key, `{"a":1}`, "new")
+			r := reservationFor("alice", key, `{"a":1}`, "new")
 			r.Require = []types.ConditionCheck{heldBy(t, other, tt.resource, "alice")}
 			calls.Store(0)
 			rec, created, err := store.Reserve(ctx, r)
@@ -166,18 +167,18 @@ func TestReserveAttributes(t *testing.T) {
 	}{
 		{name: "put", attrs: map[string]types.AttributeValue{"amount": &types.AttributeValueMemberN{Value: "250"}}},
 		{name: "transaction", require: true, attrs: map[string]types.AttributeValue{"amount": &types.AttributeValueMemberN{Value: "250"}}},
-		{name: "a record attribute", attrs: map[string]types.AttributeValue{idempotency.AttrStatus: &types.AttributeValueMemberS{Value: "COMPLETED"}}, wantErr: true},
-		{name: "an unset record attribute", attrs: map[string]types.AttributeValue{idempotency.AttrExpiresAt: &types.AttributeValueMemberN{Value: "1"}}, wantErr: true},
+		{name: "a record attribute", attrs: map[string]types.AttributeValue{reservation.AttrStatus: &types.AttributeValueMemberS{Value: "COMPLETED"}}, wantErr: true},
+		{name: "an unset record attribute", attrs: map[string]types.AttributeValue{reservation.AttrExpiresAt: &types.AttributeValueMemberN{Value: "1"}}, wantErr: true},
 	}
 	client := idemtest.Client(t)
-	records, grants := idemtest.Table(t, client), grantsTable(t, client)
-	store := idempotency.NewStore(client, records)
+	records, grants := table(t, client), grantsTable(t, client)
+	store := reservation.NewStore(client, records)
 	putGrant(t, client, grants, "acct-1", "alice")
 	ctx := context.Background()
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			key := fmt.Sprintf("attrs-%d", i)
-			r := reservation("alice", key, `{"a":1}`, "t")
+			r := reservationFor("alice", key, `{"a":1}`, "t")
 			r.Attributes = tt.attrs
 			if tt.require {
 				r.Require = []types.ConditionCheck{heldBy(t, grants, "acct-1", "alice")}
@@ -197,7 +198,7 @@ func TestReserveAttributes(t *testing.T) {
 			}
 			out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 				TableName: aws.String(records),
-				Key:       map[string]types.AttributeValue{idempotency.AttrKey: &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", key)}},
+				Key:       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: idempotency.RecordKey("alice", key)}},
 			})
 			if err != nil {
 				t.Fatal(err)

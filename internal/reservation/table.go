@@ -1,4 +1,4 @@
-package idempotency
+package reservation
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
