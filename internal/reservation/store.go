@@ -32,20 +32,6 @@ var (
 // the library's *idempotency.PreconditionError naming the condition.
 var ErrPreconditionFailed = idempotency.ErrPreconditionFailed
 
-// Cancellation reason codes of TransactWriteItems.
-const (
-	codeNone                   = "None"
-	codeConditionalCheckFailed = "ConditionalCheckFailed"
-)
-
-// reasonCode is a cancellation reason's code, "None" when it has none.
-func reasonCode(r types.CancellationReason) string {
-	if c := aws.ToString(r.Code); c != "" {
-		return c
-	}
-	return codeNone
-}
-
 // API is the part of the DynamoDB client the store uses.
 type API interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
@@ -141,7 +127,8 @@ type Reservation struct {
 	Require []types.ConditionCheck
 }
 
-// Reserve takes the key with one conditional write. When the key is free,
+// Reserve takes the key with one conditional write, the library's
+// idempotency.Claim of the whole record. When the key is free,
 // or its record is terminal and past its expiry (a record that is not
 // terminal has none), it stores a RESERVED record
 // and returns it with created = true. Otherwise it returns the existing
@@ -151,7 +138,9 @@ type Reservation struct {
 // an earlier attempt of the same PutItem whose answer was lost before the
 // SDK retried it: created = true.
 //
-// Without Require the write is one PutItem. With Require it is one
+// Without Require the write is one PutItem. More than
+// idempotency.MaxTxItems conditions are refused (idempotency.ErrClaim)
+// before any call. With Require it is one
 // TransactWriteItems: the record's Put, with the same condition, and a
 // ConditionCheck per required condition (two write units instead of one
 // for the record, plus the checks). A key that is taken is answered with
@@ -162,9 +151,6 @@ type Reservation struct {
 func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created bool, err error) {
 	if err := idempotency.ValidateKey(r.Key); err != nil {
 		return Record{}, false, err
-	}
-	if len(r.Require) > maxRequired {
-		return Record{}, false, fmt.Errorf("reserve: %d required conditions, at most %d", len(r.Require), maxRequired)
 	}
 	now := s.now().UTC()
 	rec = Record{
@@ -193,44 +179,52 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 	if s.free.err != nil {
 		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, s.free.err)
 	}
-	if len(r.Require) > 0 {
-		return s.reserveWith(ctx, r, rec, item, now)
+	claim := idempotency.Claim{
+		Table:     s.table,
+		Key:       map[string]types.AttributeValue{AttrKey: item[AttrKey]},
+		Item:      item,
+		Condition: *s.free.expr.Condition(),
+		Names:     s.free.expr.Names(),
+		Values:    s.free.values(now),
+		Require:   r.Require,
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
-		Item:                                item,
-		ConditionExpression:                 s.free.expr.Condition(),
-		ExpressionAttributeNames:            s.free.expr.Names(),
-		ExpressionAttributeValues:           s.free.values(now),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err == nil {
+	if len(r.Require) > 0 {
+		claim.Free = func(item map[string]types.AttributeValue) bool {
+			var existing Record
+			return attributevalue.UnmarshalMap(item, &existing) == nil && existing.Reusable(now)
+		}
+	}
+	if resourceID, fingerprint := r.ResourceID, r.Fingerprint; resourceID != "" {
+		// The record holds this reservation's own resource: an earlier
+		// attempt of the same write committed and its answer was lost,
+		// and the SDK's retry found the key taken, by this call.
+		claim.Own = func(item map[string]types.AttributeValue) bool {
+			return stringAttr(item, AttrResourceID) == resourceID && stringAttr(item, AttrFingerprint) == fingerprint
+		}
+	}
+	got, err := claim.Write(ctx, s.client)
+	switch {
+	case err != nil:
+		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
+	case !got.Found:
+		if !got.OK {
+			return Record{}, false, fmt.Errorf("reserve %s: the condition failed on no record", rec.Key)
+		}
 		return rec, true, nil
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
-	}
-	if len(ccf.Item) == 0 {
-		// The condition failed on an item the service did not return:
-		// read it rather than guess.
-		existing, gerr := s.Get(ctx, r.Scope, r.Key)
-		if gerr != nil {
-			return Record{}, false, fmt.Errorf("reserve %s: read existing: %w", rec.Key, gerr)
-		}
-		return existing, false, nil
-	}
 	var existing Record
-	if err := attributevalue.UnmarshalMap(ccf.Item, &existing); err != nil {
+	if err := attributevalue.UnmarshalMap(got.Item, &existing); err != nil {
 		return Record{}, false, fmt.Errorf("reserve %s: decode existing: %w", rec.Key, err)
 	}
-	// The record holds this reservation's own resource: an earlier
-	// attempt of the same PutItem committed and its answer was lost, and
-	// the SDK's retry found the key taken, by this call.
-	if r.ResourceID != "" && existing.ResourceID == r.ResourceID && existing.Fingerprint == r.Fingerprint {
-		return existing, true, nil
+	return existing, got.OK, nil
+}
+
+// stringAttr is item's string attribute name, "" when it has none.
+func stringAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
 	}
-	return existing, false, nil
+	return ""
 }
 
 // FailReserved settles a record that is still RESERVED as FAILED with
@@ -278,88 +272,6 @@ func (s *Store) FailReserved(ctx context.Context, recordKey, resourceID, respons
 		return Record{}, false, fmt.Errorf("fail %s: decode: %w", recordKey, err)
 	}
 	return rec, settled, nil
-}
-
-// maxRequired is how many conditions a reservation may require: a
-// transaction holds at most 100 items, one of them the record.
-const maxRequired = 99
-
-// reserveWith is Reserve's transaction: the record's Put at index 0, the
-// required conditions after it. The cancellation reasons are read by
-// index.
-func (s *Store) reserveWith(ctx context.Context, r Reservation, rec Record, item map[string]types.AttributeValue, now time.Time) (Record, bool, error) {
-	items := make([]types.TransactWriteItem, 0, 1+len(r.Require))
-	items = append(items, types.TransactWriteItem{Put: &types.Put{
-		TableName:                           aws.String(s.table),
-		Item:                                item,
-		ConditionExpression:                 s.free.expr.Condition(),
-		ExpressionAttributeNames:            s.free.expr.Names(),
-		ExpressionAttributeValues:           s.free.values(now),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}})
-	for i := range r.Require {
-		check := r.Require[i]
-		items = append(items, types.TransactWriteItem{ConditionCheck: &check})
-	}
-	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if err == nil {
-		return rec, true, nil
-	}
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key, err)
-	}
-	reasons := tce.CancellationReasons
-	if len(reasons) != len(items) {
-		return Record{}, false, fmt.Errorf("reserve %s: %d cancellation reasons for %d items: %w", rec.Key, len(reasons), len(items), err)
-	}
-	// The key is taken: the existing record answers, whatever the
-	// required conditions say.
-	if reasonCode(reasons[0]) == codeConditionalCheckFailed {
-		if len(reasons[0].Item) == 0 {
-			existing, gerr := s.Get(ctx, r.Scope, r.Key)
-			if gerr != nil {
-				return Record{}, false, fmt.Errorf("reserve %s: read existing: %w", rec.Key, gerr)
-			}
-			return existing, false, nil
-		}
-		var existing Record
-		if err := attributevalue.UnmarshalMap(reasons[0].Item, &existing); err != nil {
-			return Record{}, false, fmt.Errorf("reserve %s: decode existing: %w", rec.Key, err)
-		}
-		return existing, false, nil
-	}
-	// TransactionConflict, throttling, validation: nothing is decided.
-	failed := -1
-	for i, reason := range reasons {
-		switch c := reasonCode(reason); c {
-		case codeNone:
-		case codeConditionalCheckFailed:
-			if failed < 0 {
-				failed = i
-			}
-		default:
-			return Record{}, false, fmt.Errorf("reserve %s: transaction item %d: %s: %w", rec.Key, i, c, err)
-		}
-	}
-	if failed < 1 {
-		return Record{}, false, fmt.Errorf("reserve %s: transaction cancelled without a failed condition: %w", rec.Key, err)
-	}
-	// DynamoDB does not promise to evaluate every condition once one has
-	// failed, so "None" on the record does not prove the key is free. A
-	// strongly consistent read settles it before refusing a request that
-	// its record may answer; refusals only, so the other paths keep their
-	// single call.
-	existing, gerr := s.Get(ctx, r.Scope, r.Key)
-	switch {
-	case errors.Is(gerr, ErrNotFound):
-	case gerr != nil:
-		return Record{}, false, fmt.Errorf("reserve %s: read existing: %w", rec.Key, gerr)
-	case !existing.Reusable(now):
-		return existing, false, nil
-	}
-	return Record{}, false, fmt.Errorf("reserve %s: %w", rec.Key,
-		&idempotency.PreconditionError{Index: failed - 1, Item: reasons[failed].Item})
 }
 
 // isRecordAttribute reports whether name is an attribute a record may
