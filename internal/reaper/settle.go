@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/exactlyonce/transfers/idempotency"
 	"github.com/exactlyonce/transfers/internal/ledger"
 	"github.com/exactlyonce/transfers/internal/metrics"
 	"github.com/exactlyonce/transfers/internal/reservation"
@@ -299,7 +300,7 @@ func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec reservation.R
 		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
 		Set(expression.Name(reservation.AttrSweepAt), expression.Value(now)).
 		Remove(expression.Name(attrExecutionArn))
-	ok, err := r.update(ctx, rec.Key, cond, update, "move the record to its next attempt")
+	ok, err := r.takeOver(ctx, rec.Key, cond, update)
 	if err != nil || !ok {
 		return "", !ok && err == nil, err
 	}
@@ -311,6 +312,32 @@ func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec reservation.R
 		outcome = OutcomeResumed
 	}
 	return outcome, again, err
+}
+
+// takeOver takes the record for the transfer's next attempt, under the
+// reaper's rule that the run of the current one can no longer commit (its
+// execution has ended, or never started, and cond pins the record to that
+// attempt): one conditional UpdateItem, the idempotency library's Claim.
+// false: the record moved on (another reaper, a retry of the client, the
+// workflow); the caller reads it again.
+func (r *Reaper) takeOver(ctx context.Context, recordKey string, cond expression.ConditionBuilder, update expression.UpdateBuilder) (bool, error) {
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
+	if err != nil {
+		return false, fmt.Errorf("move the record to its next attempt: build expression: %w", err)
+	}
+	claim := idempotency.Claim{
+		Table:     r.cfg.IdempotencyTable,
+		Key:       recordKeyAttr(recordKey),
+		Update:    aws.ToString(expr.Update()),
+		Condition: aws.ToString(expr.Condition()),
+		Names:     expr.Names(),
+		Values:    expr.Values(),
+	}
+	got, err := retry(ctx, isTransactionConflict, func() (idempotency.Claimed, error) { return claim.Write(ctx, r.db) })
+	if err != nil {
+		return false, fmt.Errorf("move the record to its next attempt: %w", err)
+	}
+	return got.OK, nil
 }
 
 // attrExecutionArn is the record's executionArn (idempotency.Record's
