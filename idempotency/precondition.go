@@ -44,3 +44,18 @@ func reasonCode(r types.CancellationReason) string {
 	}
 	return codeNone
 }
+
+// cancellationReasons are the reasons DynamoDB gave, one per item in
+// order, for cancelling a TransactWriteItems of n items that failed with
+// err; an error wrapping err when err is no cancellation, or its reasons
+// are not one per item.
+func cancellationReasons(err error, n int) ([]types.CancellationReason, error) {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return nil, err
+	}
+	if len(tce.CancellationReasons) != n {
+		return nil, fmt.Errorf("%d cancellation reasons for %d items: %w", len(tce.CancellationReasons), n, err)
+	}
+	return tce.CancellationReasons, nil
+}

@@ -160,13 +160,9 @@ func (p *DynamoDBPersistence) Commit(ctx context.Context, items []types.Transact
 // txError explains a failed TransactWriteItems of n items: settled, the
 // settlement is at index 0 and the staged items follow it.
 func txError(op string, err error, n int, settled bool) error {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	reasons := tce.CancellationReasons
-	if len(reasons) != n {
-		return fmt.Errorf("%s: %d cancellation reasons for %d items: %w", op, len(reasons), n, err)
+	reasons, rerr := cancellationReasons(err, n)
+	if rerr != nil {
+		return fmt.Errorf("%s: %w", op, rerr)
 	}
 	first := 0
 	if settled {
