@@ -48,10 +48,10 @@ type PersistenceAPI interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
-// TransactAPI is the part of the DynamoDB client that SettleWith and
-// Commit use besides PersistenceAPI: a client passed to
-// NewDynamoDBPersistence that lacks it serves every other method, and
-// those two fail.
+// TransactAPI is the part of the DynamoDB client that SettleWith, Commit,
+// AcquireRequiring and TakeOverRequiring use besides PersistenceAPI: a
+// client passed to NewDynamoDBPersistence that lacks it serves every
+// other method, and those fail.
 type TransactAPI interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
@@ -276,7 +276,9 @@ func WithAttributes(a Attributes) DynamoDBOption {
 // key (a record of another format there is refused with a *FormatError).
 // WithAttributes names the keys, a sort key included, and the
 // attributes. Every method of Persistence is one
-// UpdateItem or GetItem; SettleWith and Commit are one TransactWriteItems.
+// UpdateItem or GetItem; SettleWith and Commit are one TransactWriteItems;
+// AcquireRequiring and TakeOverRequiring one TransactWriteItems, then one
+// GetItem when it commits or its cancellation must be read.
 type DynamoDBPersistence struct {
 	client PersistenceAPI
 	table  string
@@ -289,6 +291,7 @@ var (
 	_ Persistence              = (*DynamoDBPersistence)(nil)
 	_ TransactionalPersistence = (*DynamoDBPersistence)(nil)
 	_ Taker                    = (*DynamoDBPersistence)(nil)
+	_ Preconditioner           = (*DynamoDBPersistence)(nil)
 )
 
 // NewDynamoDBPersistence returns the Persistence over table with opts.
@@ -397,7 +400,7 @@ func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Ent
 	if err != nil {
 		return Entry{}, false, err
 	}
-	return p.take(ctx, a)
+	return p.take(ctx, a, nil)
 }
 
 // TakeOver takes the record from the lease held, whatever its expiry,
@@ -408,7 +411,65 @@ func (p *DynamoDBPersistence) TakeOver(ctx context.Context, in AcquireInput, hel
 	if err != nil {
 		return Entry{}, false, err
 	}
-	return p.take(ctx, a)
+	return p.take(ctx, a, nil)
+}
+
+// AcquireRequiring is Acquire's UpdateItem, with the same condition and
+// update, made one TransactWriteItems with the conditions of require
+// (Preconditioner), as a Claim with Require makes it: the record's Update
+// at index 0 (ReturnValuesOnConditionCheckFailure = ALL_OLD), then a
+// ConditionCheck per condition, in order. The client must implement
+// TransactAPI, else it fails with ErrNotTransactional; more than
+// MaxTxItems conditions fail with ErrTxTooLarge; either way before
+// anything is sent. Without conditions it is Acquire.
+//
+// A transaction returns no attributes, so one that commits is followed
+// by a strongly consistent GetItem of the record as written: the new
+// lease's counter is the previous one's plus one, which only the record
+// tells. (Should another call have taken the record over in between, it
+// is returned as it is, with acquired = false.) When DynamoDB cancels it,
+// the reasons say why:
+//
+//   - the record's condition failed (ConditionalCheckFailed at index 0):
+//     the record as it was, from the cancellation (read with a GetItem
+//     when the service returned none), with acquired = false, whatever
+//     the conditions say;
+//   - the record's condition did not fail and a required one did:
+//     DynamoDB does not promise to evaluate every condition once one
+//     failed, so the record is read (a strongly consistent GetItem): one
+//     that exists and is not Free is returned with acquired = false;
+//     otherwise a *PreconditionError names the first condition that
+//     failed, and nothing is written;
+//   - any other reason (TransactionConflict, throttling, a validation
+//     error): an error that wraps the SDK's, and nothing is decided.
+//
+// A record found under this acquisition's own lease is acquired, as
+// Acquire's is: an earlier attempt of the same transaction committed and
+// its answer was lost. (The SDK gives the call a ClientRequestToken, so
+// that DynamoDB answers its own retry of a transaction that committed
+// with success.)
+func (p *DynamoDBPersistence) AcquireRequiring(ctx context.Context, in AcquireInput, require []types.ConditionCheck) (Entry, bool, error) {
+	a, err := p.acquisition("acquire", in, nil)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	return p.take(ctx, a, require)
+}
+
+// TakeOverRequiring is TakeOver's UpdateItem made one TransactWriteItems
+// with the conditions of require, as AcquireRequiring makes Acquire's
+// (Preconditioner). When the record's condition did not fail and a
+// required one did, the record is read: one that is no longer IN_PROGRESS
+// for in.Fingerprint under exactly held is returned with acquired =
+// false; otherwise (it still is, or there is none) a *PreconditionError
+// names the first condition that failed. When the record's condition
+// failed on no record, it fails with ErrNotFound.
+func (p *DynamoDBPersistence) TakeOverRequiring(ctx context.Context, in AcquireInput, held Lease, require []types.ConditionCheck) (Entry, bool, error) {
+	a, err := p.acquisition("take over", in, &held)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	return p.take(ctx, a, require)
 }
 
 // acquisition is one write that gives the record of (in.Scope, in.Key) a
@@ -474,11 +535,26 @@ func (p *DynamoDBPersistence) acquisition(op string, in AcquireInput, held *Leas
 // the record taken, by a.
 func (a *acquisition) owns(e Entry) bool { return e.LeaseID == a.leaseID }
 
-// take sends a's write as a Claim, one UpdateItem: the record comes back
+// could reports whether a's condition holds on e: a write of a that
+// found the record as e is was refused by a required condition alone.
+func (a *acquisition) could(e Entry) bool {
+	if a.held == nil {
+		return e.Free(a.in.Fingerprint, a.in.Now)
+	}
+	return e.Status == EntryInProgress && e.Fingerprint == a.in.Fingerprint &&
+		e.LeaseID == a.held.ID && e.LeaseCount == a.held.Count
+}
+
+// take sends a's write, with the conditions of require, as a Claim: one
+// UpdateItem, or one TransactWriteItems when there are conditions
+// (AcquireRequiring says how that one is answered). The record comes back
 // as written with acquired = true, or as it was with acquired = false
 // unless it carries a's own lease; a take-over of a record that is gone
 // fails with ErrNotFound.
-func (p *DynamoDBPersistence) take(ctx context.Context, a acquisition) (Entry, bool, error) {
+func (p *DynamoDBPersistence) take(ctx context.Context, a acquisition, require []types.ConditionCheck) (Entry, bool, error) {
+	if len(require) > MaxTxItems {
+		return Entry{}, false, fmt.Errorf("%s %s: %d required conditions: %w (at most %d)", a.op, a.rk, len(require), ErrTxTooLarge, MaxTxItems)
+	}
 	c := Claim{
 		Table:     p.table,
 		Key:       p.key(a.rk),
@@ -486,6 +562,11 @@ func (p *DynamoDBPersistence) take(ctx context.Context, a acquisition) (Entry, b
 		Condition: aws.ToString(a.expr.Condition()),
 		Names:     a.expr.Names(),
 		Values:    a.expr.Values(),
+		Require:   require,
+		Free: func(item map[string]types.AttributeValue) bool {
+			e, err := p.decode(item)
+			return err == nil && a.could(e)
+		},
 		Own: func(item map[string]types.AttributeValue) bool {
 			e, err := p.decode(item)
 			return err == nil && a.owns(e)
@@ -500,7 +581,7 @@ func (p *DynamoDBPersistence) take(ctx context.Context, a acquisition) (Entry, b
 		// take is gone.
 		return Entry{}, false, fmt.Errorf("%s %s: %w", a.op, a.rk, ErrNotFound)
 	case got.Item == nil:
-		// The service returned no attributes: the new lease's counter,
+		// A transaction returns no attributes: the new lease's counter,
 		// the previous one's plus one, is only in the record.
 		e, err := p.Get(ctx, a.in.Scope, a.in.Key)
 		if err != nil {
