@@ -198,7 +198,9 @@ type Operation[In any] struct {
 	// calls it) and before the first store call (an error refuses the
 	// call); its conditions go with every acquisition the call makes, one
 	// after Wait or a take-over included. None (nil or empty) is a plain
-	// acquisition. It needs a store that implements Preconditioner (else
+	// acquisition. When idempotency is disabled, Require is not called:
+	// the function runs directly. It needs a store that implements
+	// Preconditioner (else
 	// every call fails with ErrPreconditionsUnsupported), and at most
 	// MaxTxItems conditions (else the call fails with ErrTxTooLarge).
 	Require func(ctx context.Context, in In) ([]types.ConditionCheck, error)

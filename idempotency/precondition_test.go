@@ -447,6 +447,28 @@ func TestRequireNotOnACachedReplay(t *testing.T) {
 	}
 }
 
+// TestRequireNotWhenDisabled: with idempotency disabled, fn runs
+// directly: Require is not called, and no request is made.
+func TestRequireNotWhenDisabled(t *testing.T) {
+	l, log := logged(t)
+	var requires atomic.Int64
+	o := op("alice")
+	o.Require = func(context.Context, order) ([]types.ConditionCheck, error) {
+		requires.Add(1)
+		return []types.ConditionCheck{l.ownedBy("B", "alice")}, nil
+	}
+	i := l.idem(idempotency.Config{Disabled: true})
+	res, err := idempotency.Do(t.Context(), i, o, order{Key: "k1", Amount: 5}, func(_ context.Context, o order) (receipt, error) {
+		return receipt{Amount: o.Amount}, nil
+	})
+	if err != nil || res.Output.Amount != 5 {
+		t.Fatalf("Do = %+v, %v; want the function run", res, err)
+	}
+	if ops, n := log.take(), requires.Load(); len(ops) != 0 || n != 0 {
+		t.Errorf("requests %v, Require called %d times; want none, never", ops, n)
+	}
+}
+
 // TestAcquireRequiringRefuses: the store refuses, before any request, what
 // it cannot send; without conditions it acquires as Acquire does.
 func TestAcquireRequiringRefuses(t *testing.T) {
