@@ -217,13 +217,9 @@ func (c *Claim) transact(ctx context.Context, client PersistenceAPI) (Claimed, e
 	if err == nil {
 		return Claimed{OK: true, Item: c.Item}, nil
 	}
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return Claimed{}, fmt.Errorf("claim: %w", err)
-	}
-	reasons := tce.CancellationReasons
-	if len(reasons) != len(items) {
-		return Claimed{}, fmt.Errorf("claim: %d cancellation reasons for %d items: %w", len(reasons), len(items), err)
+	reasons, rerr := cancellationReasons(err, len(items))
+	if rerr != nil {
+		return Claimed{}, fmt.Errorf("claim: %w", rerr)
 	}
 	// The key is taken: the record answers, whatever the required
 	// conditions say.

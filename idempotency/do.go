@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // DefaultLease is how long a call holds its key when its context has no
@@ -183,6 +185,25 @@ type Operation[In any] struct {
 	// implements Taker (else every call fails with
 	// ErrTakeOverUnsupported). An expired lease is taken without asking.
 	TakeOver TakeOverFunc[In]
+	// Require, when set, gives the conditions on other DynamoDB items
+	// that must hold for the call to take its key (the account it debits
+	// exists and belongs to the caller, say): they are checked in the
+	// same write as the acquisition, so that the key is taken with all of
+	// them holding, or nothing is stored. When the key could be taken and
+	// a condition fails, the call fails with a *PreconditionError
+	// (ErrPreconditionFailed) naming it, and the function does not run;
+	// when the key is not free (settled, in progress, used with another
+	// payload), its record answers as it would without Require. Require
+	// is called once per call, after the cache (a cached replay never
+	// calls it) and before the first store call (an error refuses the
+	// call); its conditions go with every acquisition the call makes, one
+	// after Wait or a take-over included. None (nil or empty) is a plain
+	// acquisition. When idempotency is disabled, Require is not called:
+	// the function runs directly. It needs a store that implements
+	// Preconditioner (else
+	// every call fails with ErrPreconditionsUnsupported), and at most
+	// MaxTxItems conditions (else the call fails with ErrTxTooLarge).
+	Require func(ctx context.Context, in In) ([]types.ConditionCheck, error)
 }
 
 // Replay describes an outcome replayed instead of running the function.
@@ -251,7 +272,11 @@ type ReplayHook[Out any] func(ctx context.Context, out Out, r Replay) Out
 //     unless it is a *PermanentError (Permanent): then it is stored, and
 //     every retry gets a *StoredFailureError (ErrStoredFailure) without
 //     running fn. fn's own error is returned to the call that ran it; a
-//     panic releases the key and goes on.
+//     panic releases the key and goes on;
+//   - with op.Require, the key is taken only when the conditions it gives
+//     hold, checked in the same write: else the call fails with a
+//     *PreconditionError (ErrPreconditionFailed), fn does not run, and
+//     nothing is stored.
 //
 // When idempotency is disabled (Idempotency.Disabled) fn runs directly.
 // Config.Observer is told of the call once, when it ends.
@@ -297,11 +322,17 @@ func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in 
 	if err := op.Lease.check(); err != nil {
 		return zero, err
 	}
-	var taker Taker
+	acq := acquirer{store: i.store}
 	if op.TakeOver != nil {
 		var ok bool
-		if taker, ok = i.store.(Taker); !ok {
+		if acq.taker, ok = i.store.(Taker); !ok {
 			return zero, ErrTakeOverUnsupported
+		}
+	}
+	if op.Require != nil {
+		var ok bool
+		if acq.pre, ok = i.store.(Preconditioner); !ok {
+			return zero, ErrPreconditionsUnsupported
 		}
 	}
 	var fp fingerprint
@@ -320,12 +351,44 @@ func do[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], in 
 			return replay(ctx, op, &r.e, r, hook, t)
 		}
 	}
-	return acquire(ctx, i, op, key, string(fp[:]), in, fn, hook, taker, now, t)
+	if op.Require != nil {
+		if acq.require, err = op.Require(ctx, in); err != nil {
+			return zero, fmt.Errorf("idempotency: require: %w", err)
+		}
+		if len(acq.require) > MaxTxItems {
+			return zero, fmt.Errorf("idempotency: %d required conditions: %w (at most %d)", len(acq.require), ErrTxTooLarge, MaxTxItems)
+		}
+	}
+	return acquire(ctx, i, op, key, string(fp[:]), in, fn, hook, &acq, now, t)
+}
+
+// acquirer acquires a call's key and takes it over: with the store's
+// Acquire and its Taker, or, when the call requires conditions, its
+// Preconditioner.
+type acquirer struct {
+	store   Persistence
+	taker   Taker
+	pre     Preconditioner
+	require []types.ConditionCheck
+}
+
+func (a *acquirer) acquire(ctx context.Context, in AcquireInput) (Entry, bool, error) {
+	if len(a.require) > 0 {
+		return a.pre.AcquireRequiring(ctx, in, a.require)
+	}
+	return a.store.Acquire(ctx, in)
+}
+
+func (a *acquirer) takeOver(ctx context.Context, in AcquireInput, held Lease) (Entry, bool, error) {
+	if len(a.require) > 0 {
+		return a.pre.TakeOverRequiring(ctx, in, held, a.require)
+	}
+	return a.taker.TakeOver(ctx, in, held)
 }
 
 // acquire takes the key, or answers with its record: replayed, refused,
 // waited for, taken over.
-func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], key, fp string, in In, fn func(context.Context, In) (Out, error), hook ReplayHook[Out], taker Taker, now time.Time, t *tally) (Result[Out], error) {
+func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In], key, fp string, in In, fn func(context.Context, In) (Out, error), hook ReplayHook[Out], acq *acquirer, now time.Time, t *tally) (Result[Out], error) {
 	var zero Result[Out]
 	ai := AcquireInput{Scope: op.Scope, Key: key, Fingerprint: fp}
 	var (
@@ -343,9 +406,9 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 			t.calls++
 			var acquired bool
 			var err error
-			e, acquired, err = i.store.Acquire(ctx, ai)
+			e, acquired, err = acq.acquire(ctx, ai)
 			if err != nil {
-				t.outcome = OutcomeStoreError
+				t.failed(err)
 				return zero, fmt.Errorf("idempotency: %w", err)
 			}
 			t.recordKey = e.RecordKey
@@ -369,7 +432,7 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 			return replay(ctx, op, &e, nil, hook, t)
 		}
 		t.outcome = OutcomeInProgress
-		if taker != nil && !asked && e.Status == EntryInProgress {
+		if acq.taker != nil && !asked && e.Status == EntryInProgress {
 			asked = true
 			dead, err := op.TakeOver(ctx, in, e.Lease())
 			if err != nil {
@@ -379,13 +442,13 @@ func acquire[In, Out any](ctx context.Context, i *Idempotency, op *Operation[In]
 				ai.Now = now
 				ai.LeaseUntil, ai.ExpiresAt = i.times(ctx, op.Lease, now)
 				t.calls++
-				taken, acquired, err := taker.TakeOver(ctx, ai, e.Lease())
+				taken, acquired, err := acq.takeOver(ctx, ai, e.Lease())
 				if errors.Is(err, ErrNotFound) {
 					take = true // gone meanwhile: acquired afresh
 					continue
 				}
 				if err != nil {
-					t.outcome = OutcomeStoreError
+					t.failed(err)
 					return zero, fmt.Errorf("idempotency: %w", err)
 				}
 				if acquired {

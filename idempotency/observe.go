@@ -56,12 +56,16 @@ const (
 	// OutcomeFenced: the call's lease was taken over while the function
 	// ran, and its settle or release wrote nothing (ErrFenced).
 	OutcomeFenced CallOutcome = "fenced"
+	// OutcomePreconditionFailed: a condition of Operation.Require failed
+	// where the key could be taken: a *PreconditionError; nothing was
+	// stored and the function did not run.
+	OutcomePreconditionFailed CallOutcome = "precondition_failed"
 	// OutcomeStoreError: a call to the store failed, or its record could
 	// not be used (a *FormatError, an output that does not decode).
 	OutcomeStoreError CallOutcome = "store_error"
 	// OutcomeInvalid: the call was refused before any store call: a key
-	// that fails ValidateKey, a failing KeyFunc or Payload, an Operation
-	// that cannot be served.
+	// that fails ValidateKey, a failing KeyFunc, Payload, ScopeFunc or
+	// Require, an Operation that cannot be served.
 	OutcomeInvalid CallOutcome = "invalid"
 	// OutcomeDisabled: idempotency is disabled and the function ran
 	// directly.
@@ -149,11 +153,14 @@ func (i *Idempotency) observe(ctx context.Context, name string, t *tally, err *e
 	i.observer.Observe(ctx, ev)
 }
 
-// failed records a settle or release that failed with err.
+// failed records a store call that failed with err.
 func (t *tally) failed(err error) {
-	if errors.Is(err, ErrFenced) {
+	switch {
+	case errors.Is(err, ErrFenced):
 		t.outcome = OutcomeFenced
-		return
+	case errors.Is(err, ErrPreconditionFailed):
+		t.outcome = OutcomePreconditionFailed
+	default:
+		t.outcome = OutcomeStoreError
 	}
-	t.outcome = OutcomeStoreError
 }

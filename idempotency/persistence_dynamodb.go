@@ -48,10 +48,10 @@ type PersistenceAPI interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
-// TransactAPI is the part of the DynamoDB client that SettleWith and
-// Commit use besides PersistenceAPI: a client passed to
-// NewDynamoDBPersistence that lacks it serves every other method, and
-// those two fail.
+// TransactAPI is the part of the DynamoDB client that SettleWith, Commit,
+// AcquireRequiring and TakeOverRequiring use besides PersistenceAPI: a
+// client passed to NewDynamoDBPersistence that lacks it serves every
+// other method, and those fail.
 type TransactAPI interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
@@ -276,7 +276,9 @@ func WithAttributes(a Attributes) DynamoDBOption {
 // key (a record of another format there is refused with a *FormatError).
 // WithAttributes names the keys, a sort key included, and the
 // attributes. Every method of Persistence is one
-// UpdateItem or GetItem; SettleWith and Commit are one TransactWriteItems.
+// UpdateItem or GetItem; SettleWith and Commit are one TransactWriteItems;
+// AcquireRequiring and TakeOverRequiring one TransactWriteItems, then one
+// GetItem when it commits or its cancellation must be read.
 type DynamoDBPersistence struct {
 	client PersistenceAPI
 	table  string
@@ -289,6 +291,7 @@ var (
 	_ Persistence              = (*DynamoDBPersistence)(nil)
 	_ TransactionalPersistence = (*DynamoDBPersistence)(nil)
 	_ Taker                    = (*DynamoDBPersistence)(nil)
+	_ Preconditioner           = (*DynamoDBPersistence)(nil)
 )
 
 // NewDynamoDBPersistence returns the Persistence over table with opts.
@@ -393,105 +396,204 @@ func (p *DynamoDBPersistence) key(recordKey string) map[string]types.AttributeVa
 // returned from the same call (ReturnValuesOnConditionCheckFailure =
 // ALL_OLD).
 func (p *DynamoDBPersistence) Acquire(ctx context.Context, in AcquireInput) (Entry, bool, error) {
-	if p.err != nil {
-		return Entry{}, false, p.err
-	}
-	if err := ValidateKey(in.Key); err != nil {
+	a, err := p.acquisition("acquire", in, nil)
+	if err != nil {
 		return Entry{}, false, err
 	}
-	a := p.attrs
-	status, fp, format := name(a.Status), name(a.Validation), expression.Name(AttrFormat)
-	until, expires := name(a.InProgressExpiry), name(a.Expiry)
-	free := expression.AttributeNotExists(name(a.PartitionKey)).Or(
-		format.Equal(expression.Value(EntryFormat)).And(expression.Or(
-			status.Equal(expression.Value(EntryReleased)),
-			status.Equal(expression.Value(EntryInProgress)).And(fp.Equal(expression.Value(in.Fingerprint)), until.LessThanEqual(expression.Value(in.Now.UnixMilli()))),
-			status.In(expression.Value(EntryCompleted), expression.Value(EntryFailed)).And(expires.LessThanEqual(expression.Value(in.Now.Unix()))),
-		)))
-	return p.take(ctx, "acquire", in, free)
+	return p.take(ctx, a, nil)
 }
 
 // TakeOver takes the record from the lease held, whatever its expiry,
 // when the record is still IN_PROGRESS for in.Fingerprint under exactly
 // that lease: one conditional UpdateItem, as Acquire's (Taker).
 func (p *DynamoDBPersistence) TakeOver(ctx context.Context, in AcquireInput, held Lease) (Entry, bool, error) {
-	if p.err != nil {
-		return Entry{}, false, p.err
-	}
-	if err := ValidateKey(in.Key); err != nil {
+	a, err := p.acquisition("take over", in, &held)
+	if err != nil {
 		return Entry{}, false, err
 	}
-	cond := expression.And(p.FenceCondition(held), name(p.attrs.Validation).Equal(expression.Value(in.Fingerprint)))
-	return p.take(ctx, "take over", in, cond)
+	return p.take(ctx, a, nil)
 }
 
-// take gives the record of (in.Scope, in.Key) a fresh lease under cond,
-// in one UpdateItem: the record as written with acquired = true, or, when
-// cond fails, as it was (ALL_OLD) with acquired = false.
-func (p *DynamoDBPersistence) take(ctx context.Context, op string, in AcquireInput, cond expression.ConditionBuilder) (Entry, bool, error) {
-	rk := RecordKey(in.Scope, in.Key)
-	a := p.attrs
-	status, fp, format := name(a.Status), name(a.Validation), expression.Name(AttrFormat)
-	until, expires := name(a.InProgressExpiry), name(a.Expiry)
+// AcquireRequiring is Acquire's UpdateItem, with the same condition and
+// update, made one TransactWriteItems with the conditions of require
+// (Preconditioner), as a Claim with Require makes it: the record's Update
+// at index 0 (ReturnValuesOnConditionCheckFailure = ALL_OLD), then a
+// ConditionCheck per condition, in order. The client must implement
+// TransactAPI, else it fails with ErrNotTransactional; more than
+// MaxTxItems conditions fail with ErrTxTooLarge; either way before
+// anything is sent. Without conditions it is Acquire.
+//
+// A transaction returns no attributes, so one that commits is followed
+// by a strongly consistent GetItem of the record as written: the new
+// lease's counter is the previous one's plus one, which only the record
+// tells. (Should another call have taken the record over in between, it
+// is returned as it is, with acquired = false.) When DynamoDB cancels it,
+// the reasons say why:
+//
+//   - the record's condition failed (ConditionalCheckFailed at index 0):
+//     the record as it was, from the cancellation (read with a GetItem
+//     when the service returned none), with acquired = false, whatever
+//     the conditions say;
+//   - the record's condition did not fail and a required one did:
+//     DynamoDB does not promise to evaluate every condition once one
+//     failed, so the record is read (a strongly consistent GetItem): one
+//     that exists and is not Free is returned with acquired = false;
+//     otherwise a *PreconditionError names the first condition that
+//     failed, and nothing is written;
+//   - any other reason (TransactionConflict, throttling, a validation
+//     error): an error that wraps the SDK's, and nothing is decided.
+//
+// A record found under this acquisition's own lease is acquired, as
+// Acquire's is: an earlier attempt of the same transaction committed and
+// its answer was lost. (The SDK gives the call a ClientRequestToken, so
+// that DynamoDB answers its own retry of a transaction that committed
+// with success.)
+func (p *DynamoDBPersistence) AcquireRequiring(ctx context.Context, in AcquireInput, require []types.ConditionCheck) (Entry, bool, error) {
+	a, err := p.acquisition("acquire", in, nil)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	return p.take(ctx, a, require)
+}
+
+// TakeOverRequiring is TakeOver's UpdateItem made one TransactWriteItems
+// with the conditions of require, as AcquireRequiring makes Acquire's
+// (Preconditioner). When the record's condition did not fail and a
+// required one did, the record is read: one that is no longer IN_PROGRESS
+// for in.Fingerprint under exactly held is returned with acquired =
+// false; otherwise (it still is, or there is none) a *PreconditionError
+// names the first condition that failed. When the record's condition
+// failed on no record, it fails with ErrNotFound.
+func (p *DynamoDBPersistence) TakeOverRequiring(ctx context.Context, in AcquireInput, held Lease, require []types.ConditionCheck) (Entry, bool, error) {
+	a, err := p.acquisition("take over", in, &held)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	return p.take(ctx, a, require)
+}
+
+// acquisition is one write that gives the record of (in.Scope, in.Key) a
+// fresh lease: Acquire's, when the record is missing or Free, or, with
+// held, TakeOver's, when it is still IN_PROGRESS for in.Fingerprint under
+// exactly held.
+type acquisition struct {
+	// op names the write in errors: "acquire", "take over".
+	op      string
+	in      AcquireInput
+	held    *Lease
+	rk      string
+	leaseID string
+	// expr is the write's condition and update.
+	expr expression.Expression
+}
+
+// acquisition builds the write that takes in's record, from held when
+// it is not nil.
+func (p *DynamoDBPersistence) acquisition(op string, in AcquireInput, held *Lease) (acquisition, error) {
+	if p.err != nil {
+		return acquisition{}, p.err
+	}
+	if err := ValidateKey(in.Key); err != nil {
+		return acquisition{}, err
+	}
+	a := acquisition{op: op, in: in, held: held, rk: RecordKey(in.Scope, in.Key), leaseID: NewLeaseID()}
+	attrs := p.attrs
+	status, fp, format := name(attrs.Status), name(attrs.Validation), expression.Name(AttrFormat)
+	until, expires := name(attrs.InProgressExpiry), name(attrs.Expiry)
+	var cond expression.ConditionBuilder
+	if held == nil {
+		cond = expression.AttributeNotExists(name(attrs.PartitionKey)).Or(
+			format.Equal(expression.Value(EntryFormat)).And(expression.Or(
+				status.Equal(expression.Value(EntryReleased)),
+				status.Equal(expression.Value(EntryInProgress)).And(fp.Equal(expression.Value(in.Fingerprint)), until.LessThanEqual(expression.Value(in.Now.UnixMilli()))),
+				status.In(expression.Value(EntryCompleted), expression.Value(EntryFailed)).And(expires.LessThanEqual(expression.Value(in.Now.Unix()))),
+			)))
+	} else {
+		cond = expression.And(p.FenceCondition(*held), fp.Equal(expression.Value(in.Fingerprint)))
+	}
 	count := expression.Name(AttrLeaseCount)
-	leaseID := NewLeaseID()
 	update := expression.Set(format, expression.Value(EntryFormat)).
 		Set(status, expression.Value(EntryInProgress)).
 		Set(fp, expression.Value(in.Fingerprint)).
-		Set(expression.Name(AttrLeaseID), expression.Value(leaseID)).
+		Set(expression.Name(AttrLeaseID), expression.Value(a.leaseID)).
 		Set(count, expression.Plus(expression.IfNotExists(count, expression.Value(0)), expression.Value(1))).
 		Set(until, expression.Value(in.LeaseUntil.UnixMilli())).
 		Set(expires, expression.Value(in.ExpiresAt.Unix())).
-		Remove(name(a.Data)).
+		Remove(name(attrs.Data)).
 		Remove(expression.Name(AttrFailure))
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("%s %s: %w", op, rk, err)
+		return acquisition{}, fmt.Errorf("%s %s: %w", op, a.rk, err)
 	}
-	out, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(p.table),
-		Key:                                 p.key(rk),
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var item map[string]types.AttributeValue
-	var ccf *types.ConditionalCheckFailedException
-	acquired := false
+	a.expr = expr
+	return a, nil
+}
+
+// owns reports whether e, a record a found or read after its write,
+// carries a's own lease. Found, it tells that an earlier attempt of the
+// same write committed and its answer was lost, and the SDK's retry found
+// the record taken, by a.
+func (a *acquisition) owns(e Entry) bool { return e.LeaseID == a.leaseID }
+
+// could reports whether a's condition holds on e: a write of a that
+// found the record as e is was refused by a required condition alone.
+func (a *acquisition) could(e Entry) bool {
+	if a.held == nil {
+		return e.Free(a.in.Fingerprint, a.in.Now)
+	}
+	return e.Status == EntryInProgress && e.Fingerprint == a.in.Fingerprint &&
+		e.LeaseID == a.held.ID && e.LeaseCount == a.held.Count
+}
+
+// take sends a's write, with the conditions of require, as a Claim: one
+// UpdateItem, or one TransactWriteItems when there are conditions
+// (AcquireRequiring says how that one is answered). The record comes back
+// as written with acquired = true, or as it was with acquired = false
+// unless it carries a's own lease; a take-over of a record that is gone
+// fails with ErrNotFound.
+func (p *DynamoDBPersistence) take(ctx context.Context, a acquisition, require []types.ConditionCheck) (Entry, bool, error) {
+	if len(require) > MaxTxItems {
+		return Entry{}, false, fmt.Errorf("%s %s: %d required conditions: %w (at most %d)", a.op, a.rk, len(require), ErrTxTooLarge, MaxTxItems)
+	}
+	c := Claim{
+		Table:     p.table,
+		Key:       p.key(a.rk),
+		Update:    aws.ToString(a.expr.Update()),
+		Condition: aws.ToString(a.expr.Condition()),
+		Names:     a.expr.Names(),
+		Values:    a.expr.Values(),
+		Require:   require,
+		Free: func(item map[string]types.AttributeValue) bool {
+			e, err := p.decode(item)
+			return err == nil && a.could(e)
+		},
+		Own: func(item map[string]types.AttributeValue) bool {
+			e, err := p.decode(item)
+			return err == nil && a.owns(e)
+		},
+	}
+	got, err := c.Write(ctx, p.client)
 	switch {
-	case err == nil:
-		item, acquired = out.Attributes, true
-	case errors.As(err, &ccf):
-		item = ccf.Item
-	default:
-		return Entry{}, false, fmt.Errorf("%s %s: %w", op, rk, err)
-	}
-	if len(item) == 0 {
-		if acquired {
-			return Entry{}, false, fmt.Errorf("%s %s: the service returned no attributes", op, rk)
+	case err != nil:
+		return Entry{}, false, fmt.Errorf("%s %s: %w", a.op, a.rk, err)
+	case !got.OK && !got.Found:
+		// The condition failed on no record: the one a take-over was to
+		// take is gone.
+		return Entry{}, false, fmt.Errorf("%s %s: %w", a.op, a.rk, ErrNotFound)
+	case got.Item == nil:
+		// A transaction returns no attributes: the new lease's counter,
+		// the previous one's plus one, is only in the record.
+		e, err := p.Get(ctx, a.in.Scope, a.in.Key)
+		if err != nil {
+			return Entry{}, false, fmt.Errorf("%s %s: read the record: %w", a.op, a.rk, err)
 		}
-		// The condition failed on a record the service did not return
-		// (or, for a take-over, on none): read it rather than guess.
-		e, gerr := p.Get(ctx, in.Scope, in.Key)
-		if gerr != nil {
-			return Entry{}, false, fmt.Errorf("%s %s: read existing: %w", op, rk, gerr)
-		}
-		return e, false, nil
+		return e, a.owns(e), nil
 	}
-	e, err := p.decode(item)
+	e, err := p.decode(got.Item)
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("%s %s: %w", op, rk, err)
+		return Entry{}, false, fmt.Errorf("%s %s: %w", a.op, a.rk, err)
 	}
-	// The record carries this call's own lease: an earlier attempt of
-	// the same UpdateItem committed and its answer was lost, and the
-	// SDK's retry found the record taken, by this call.
-	if !acquired && e.LeaseID == leaseID {
-		acquired = true
-	}
-	return e, acquired, nil
+	return e, got.OK, nil
 }
 
 // FenceCondition is the condition that lease still holds its record: the

@@ -15,7 +15,9 @@ import (
 // MaxTxItems is how many items a DoTx function may stage: DynamoDB's 100
 // actions per TransactWriteItems, less the settlement. The transaction
 // is also bound by DynamoDB's other limits (4 MB in all, one action per
-// item, the idempotency record's included).
+// item, the idempotency record's included). It is also how many
+// conditions an acquisition may require (Operation.Require), the record
+// being the hundredth action.
 const MaxTxItems = 99
 
 // Errors of DoTx and SettleWith.
@@ -27,8 +29,9 @@ var (
 	// one of the staged items: nothing of it was written. The error is a
 	// *TxItemError naming the item.
 	ErrTxItem = errors.New("idempotency transaction cancelled by a staged item")
-	// ErrTxTooLarge reports more than MaxTxItems staged items: nothing of
-	// them was written.
+	// ErrTxTooLarge reports more than MaxTxItems staged items, or
+	// conditions required of an acquisition: nothing of them was
+	// written.
 	ErrTxTooLarge = errors.New("idempotency transaction has too many items")
 	// ErrNoLease reports a Tx without a lease: idempotency is disabled.
 	ErrNoLease = errors.New("idempotency transaction has no lease")
@@ -160,13 +163,9 @@ func (p *DynamoDBPersistence) Commit(ctx context.Context, items []types.Transact
 // txError explains a failed TransactWriteItems of n items: settled, the
 // settlement is at index 0 and the staged items follow it.
 func txError(op string, err error, n int, settled bool) error {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	reasons := tce.CancellationReasons
-	if len(reasons) != n {
-		return fmt.Errorf("%s: %d cancellation reasons for %d items: %w", op, len(reasons), n, err)
+	reasons, rerr := cancellationReasons(err, n)
+	if rerr != nil {
+		return fmt.Errorf("%s: %w", op, rerr)
 	}
 	first := 0
 	if settled {
@@ -291,14 +290,28 @@ type txStore struct {
 	tx *Tx
 }
 
-func (s *txStore) Acquire(ctx context.Context, in AcquireInput) (Entry, bool, error) {
-	e, acquired, err := s.TransactionalPersistence.Acquire(ctx, in)
+// newTxStore is the store of a DoTx call of tx on ts: a Preconditioner
+// when ts is one, so that Do finds it as it would ts.
+func newTxStore(ts TransactionalPersistence, tx *Tx) Persistence {
+	s := &txStore{TransactionalPersistence: ts, tx: tx}
+	if p, ok := ts.(Preconditioner); ok {
+		return &txRequiringStore{txStore: s, pre: p}
+	}
+	return s
+}
+
+// hold keeps the lease of e, when acquired, as the Tx's.
+func (s *txStore) hold(e Entry, acquired bool, err error) (Entry, bool, error) {
 	if err == nil && acquired {
 		s.tx.mu.Lock()
 		s.tx.lease, s.tx.leased = e.Lease(), true
 		s.tx.mu.Unlock()
 	}
 	return e, acquired, err
+}
+
+func (s *txStore) Acquire(ctx context.Context, in AcquireInput) (Entry, bool, error) {
+	return s.hold(s.TransactionalPersistence.Acquire(ctx, in))
 }
 
 // TakeOver passes a take-over to the store, when it is a Taker, and
@@ -308,13 +321,22 @@ func (s *txStore) TakeOver(ctx context.Context, in AcquireInput, held Lease) (En
 	if !ok {
 		return Entry{}, false, ErrTakeOverUnsupported
 	}
-	e, acquired, err := t.TakeOver(ctx, in, held)
-	if err == nil && acquired {
-		s.tx.mu.Lock()
-		s.tx.lease, s.tx.leased = e.Lease(), true
-		s.tx.mu.Unlock()
-	}
-	return e, acquired, err
+	return s.hold(t.TakeOver(ctx, in, held))
+}
+
+// txRequiringStore is the txStore of a store that is a Preconditioner:
+// its acquisitions with conditions keep their lease as Acquire does.
+type txRequiringStore struct {
+	*txStore
+	pre Preconditioner
+}
+
+func (s *txRequiringStore) AcquireRequiring(ctx context.Context, in AcquireInput, require []types.ConditionCheck) (Entry, bool, error) {
+	return s.hold(s.pre.AcquireRequiring(ctx, in, require))
+}
+
+func (s *txRequiringStore) TakeOverRequiring(ctx context.Context, in AcquireInput, held Lease, require []types.ConditionCheck) (Entry, bool, error) {
+	return s.hold(s.pre.TakeOverRequiring(ctx, in, held, require))
 }
 
 func (s *txStore) Settle(ctx context.Context, lease Lease, o Outcome) error {
@@ -357,8 +379,10 @@ func (s *txStore) Settle(ctx context.Context, lease Lease, o Outcome) error {
 // new key costs two calls (the acquisition and the transaction), a
 // duplicate one, as with Do, and no crash leaves the writes done and the
 // key unsettled. A cancelled transaction costs a third call, the release
-// or the settlement of the failure. Everything else is Do's: keys, payloads, replays, the
-// cache, leases and takeovers, Permanent errors.
+// or the settlement of the failure. Everything else is Do's: keys,
+// payloads, replays, the cache, leases and takeovers, Permanent errors,
+// the conditions of op.Require (checked in the acquisition, before fn
+// runs).
 //
 // When the lease no longer holds the record (another call took the key
 // over after the lease expired), nothing is written and DoTx fails with
@@ -396,7 +420,7 @@ func DoTx[In, Out any](ctx context.Context, i *Idempotency, op Operation[In], in
 	// Do runs on a copy of i whose store commits tx with the settlement:
 	// the copy shares i's cache and settings, and lives for this call.
 	call := *i
-	call.store = &txStore{TransactionalPersistence: ts, tx: tx}
+	call.store = newTxStore(ts, tx)
 	return Do(ctx, &call, op, in, func(ctx context.Context, in In) (Out, error) {
 		return fn(ctx, in, tx)
 	})

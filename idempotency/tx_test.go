@@ -54,6 +54,12 @@ type ledger struct {
 func newLedger(t *testing.T, balances map[string]int) *ledger {
 	t.Helper()
 	client, calls := counted(t)
+	return newLedgerOn(t, client, calls, balances)
+}
+
+// newLedgerOn is newLedger on client, whose calls are counted in calls.
+func newLedgerOn(t *testing.T, client *dynamodb.Client, calls *atomic.Int64, balances map[string]int) *ledger {
+	t.Helper()
 	table := idemtest.Table(t, client)
 	l := &ledger{
 		t: t, client: client, calls: calls, table: table,
