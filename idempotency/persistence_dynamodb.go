@@ -567,9 +567,11 @@ func (p *DynamoDBPersistence) take(ctx context.Context, a acquisition, require [
 			e, err := p.decode(item)
 			return err == nil && a.could(e)
 		},
+		// Only this write puts its lease id in the record: no decoding
+		// needed to tell.
 		Own: func(item map[string]types.AttributeValue) bool {
-			e, err := p.decode(item)
-			return err == nil && a.owns(e)
+			id, ok := item[AttrLeaseID].(*types.AttributeValueMemberS)
+			return ok && id.Value == a.leaseID
 		},
 	}
 	got, err := c.Write(ctx, p.client)
