@@ -300,7 +300,7 @@ func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec reservation.R
 		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
 		Set(expression.Name(reservation.AttrSweepAt), expression.Value(now)).
 		Remove(expression.Name(attrExecutionArn))
-	ok, err := r.takeOver(ctx, rec.Key, cond, update)
+	ok, err := r.update(ctx, rec.Key, cond, update, "move the record to its next attempt")
 	if err != nil || !ok {
 		return "", !ok && err == nil, err
 	}
@@ -312,32 +312,6 @@ func (r *Reaper) resume(ctx context.Context, log *slog.Logger, rec reservation.R
 		outcome = OutcomeResumed
 	}
 	return outcome, again, err
-}
-
-// takeOver takes the record for the transfer's next attempt, under the
-// reaper's rule that the run of the current one can no longer commit (its
-// execution has ended, or never started, and cond pins the record to that
-// attempt): one conditional UpdateItem, the idempotency library's Claim.
-// false: the record moved on (another reaper, a retry of the client, the
-// workflow); the caller reads it again.
-func (r *Reaper) takeOver(ctx context.Context, recordKey string, cond expression.ConditionBuilder, update expression.UpdateBuilder) (bool, error) {
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
-	if err != nil {
-		return false, fmt.Errorf("move the record to its next attempt: build expression: %w", err)
-	}
-	claim := idempotency.Claim{
-		Table:     r.cfg.IdempotencyTable,
-		Key:       recordKeyAttr(recordKey),
-		Update:    aws.ToString(expr.Update()),
-		Condition: aws.ToString(expr.Condition()),
-		Names:     expr.Names(),
-		Values:    expr.Values(),
-	}
-	got, err := retry(ctx, isTransactionConflict, func() (idempotency.Claimed, error) { return claim.Write(ctx, r.db) })
-	if err != nil {
-		return false, fmt.Errorf("move the record to its next attempt: %w", err)
-	}
-	return got.OK, nil
 }
 
 // attrExecutionArn is the record's executionArn (idempotency.Record's
@@ -601,31 +575,31 @@ const (
 	attrSettleDetail = "settleDetail"
 )
 
-// update runs a conditional UpdateItem on the record. A failed condition
+// update takes the record for the reaper's next step under cond, in one
+// conditional UpdateItem: the idempotency library's Claim. Each of the
+// reaper's writes to a record is one: a resume takes it for the next
+// attempt (the run of the current one can no longer commit), a fence for
+// reconciliation, a finish for its settlement. A failed condition (the
+// record moved on: another reaper, a retry of the client, the workflow)
 // is reported as false, not as an error.
 func (r *Reaper) update(ctx context.Context, recordKey string, cond expression.ConditionBuilder, update expression.UpdateBuilder, what string) (bool, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
 	if err != nil {
 		return false, fmt.Errorf("%s: build expression: %w", what, err)
 	}
-	_, err = retry(ctx, isTransactionConflict, func() (*dynamodb.UpdateItemOutput, error) {
-		return r.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(r.cfg.IdempotencyTable),
-			Key:                       recordKeyAttr(recordKey),
-			ConditionExpression:       expr.Condition(),
-			UpdateExpression:          expr.Update(),
-			ExpressionAttributeNames:  expr.Names(),
-			ExpressionAttributeValues: expr.Values(),
-		})
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		return false, nil
-	case err != nil:
+	claim := idempotency.Claim{
+		Table:     r.cfg.IdempotencyTable,
+		Key:       recordKeyAttr(recordKey),
+		Update:    aws.ToString(expr.Update()),
+		Condition: aws.ToString(expr.Condition()),
+		Names:     expr.Names(),
+		Values:    expr.Values(),
+	}
+	got, err := retry(ctx, isTransactionConflict, func() (idempotency.Claimed, error) { return claim.Write(ctx, r.db) })
+	if err != nil {
 		return false, fmt.Errorf("%s: %w", what, err)
 	}
-	return true, nil
+	return got.OK, nil
 }
 
 // Retries of operations that lose a race with a concurrent transaction on
