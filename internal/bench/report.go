@@ -162,7 +162,14 @@ func (r *Result) Markdown(w io.Writer, m Machine, plots []string) error {
 		p.f("\n## Cold start\n\n")
 		p.f("Each function's `bootstrap` built as `make build` does (linux/arm64, stripped) for its size, and built the same way for this machine to start it %d times against a minimal Lambda Runtime API served by the benchmark, beside a minimal aws-lambda-go handler; the functions take turns, round by round. They run with OpenTelemetry on, as with the ADOT collector layer deployed, sending their spans to an OTLP receiver the benchmark serves in the layer's place. Ready is from just before the process starts to its first request for an event; the first invoke, from handing out the event (real work: a transfer, a leg, a sweep against the local stack) to its answer, the spans' export included. Medians; spans per first invoke.\n\n", r.Hello.Samples)
 		p.f("| function | arm64 bootstrap MiB | ready ms | ready / hello | first invoke ms | spans |\n|---|---|---|---|---|---|\n")
-		for _, f := range append([]coldstart.Result{r.Hello}, r.Functions...) {
+		if r.Floor.Ready > 0 {
+			p.f("The floor is hello with the AWS SDK for Go v2's DynamoDB client linked in and its packages initialised, no client built and nothing else (`internal/bench/coldstart/floor`): no function of the project can be ready sooner, and its ratio is the part of the target the SDK's client takes before any code of the project runs.\n\n")
+		}
+		rows := append([]coldstart.Result{r.Hello}, r.Functions...)
+		if r.Floor.Ready > 0 {
+			rows = append(rows[:1], append([]coldstart.Result{r.Floor}, rows[1:]...)...)
+		}
+		for _, f := range rows {
 			p.f("| %s | %.2f | %.2f | %.2f | %.2f | %.1f |\n", f.Name, float64(f.SizeArm64)/(1<<20), ms(f.Ready), float64(f.Ready)/float64(r.Hello.Ready), ms(f.FirstInvoke), float64(f.Spans)/float64(max(f.Samples, 1)))
 		}
 	}

@@ -101,9 +101,11 @@ type Result struct {
 	// replay of their DynamoDB operations; Mix is the operations.
 	E2E []e2e.Comparison
 	Mix e2e.Mix
-	// Hello and Functions are the cold starts: a minimal aws-lambda-go
-	// handler and each of the project's functions.
+	// Hello, Floor and Functions are the cold starts: a minimal
+	// aws-lambda-go handler, the same with a DynamoDB client
+	// (coldstart.FloorPackage), and each of the project's functions.
 	Hello     coldstart.Result
+	Floor     coldstart.Result
 	Functions []coldstart.Result
 }
 
@@ -169,9 +171,12 @@ func Run(ctx context.Context, st *stack.Stack, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		if res.Hello, res.Functions, err = coldstart.Measure(ctx, coldstart.Options{Functions: fns, Starts: cfg.ColdStarts}); err != nil {
+		floor := coldstart.Floor()
+		var all []coldstart.Result
+		if res.Hello, all, err = coldstart.Measure(ctx, coldstart.Options{Functions: append(fns, floor), Starts: cfg.ColdStarts}); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
+		res.Functions, res.Floor = all[:len(fns)], all[len(fns)]
 	}
 	return res, nil
 }

@@ -185,13 +185,22 @@ func (r *Result) Targets() []Target {
 		if r.Hello.Ready > 0 {
 			out = append(out, Target{Name: "process start → ready / a minimal aws-lambda-go handler's", At: f.Name,
 				Measured: float64(f.Ready) / float64(r.Hello.Ready), Threshold: coldstart.MaxReadyRatio, Max: true, Unit: "×",
-				Note: fmt.Sprintf("medians of %d starts: %.2f ms against %.2f ms", f.Samples, ms(f.Ready), ms(r.Hello.Ready))})
+				Note: fmt.Sprintf("medians of %d starts: %.2f ms against %.2f ms%s", f.Samples, ms(f.Ready), ms(r.Hello.Ready), r.floorNote())})
 		}
 		out = append(out, Target{Name: "arm64 bootstrap, stripped", At: f.Name,
 			Measured: float64(f.SizeArm64) / (1 << 20), Threshold: float64(coldstart.MaxSizeArm64) / (1 << 20), Max: true, Unit: "MiB",
 			Note: fmt.Sprintf("%d bytes", f.SizeArm64)})
 	}
 	return out
+}
+
+// floorNote is what the floor measured in the same run, for a cold
+// start's note: hello with nothing but a DynamoDB client.
+func (r *Result) floorNote() string {
+	if r.Floor.Ready <= 0 || r.Hello.Ready <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the floor (hello with the SDK's DynamoDB client linked in, nothing else) %.2f ms, %.2f×", ms(r.Floor.Ready), float64(r.Floor.Ready)/float64(r.Hello.Ready))
 }
 
 func plural(n int) string {

@@ -58,6 +58,21 @@ const HelloPackage = "github.com/exactlyonce/transfers/internal/bench/coldstart/
 // HelloName is the reference function's Result.Name.
 const HelloName = "hello"
 
+// FloorPackage is the main package of the floor: hello with the AWS SDK
+// for Go v2's DynamoDB client linked in and its packages initialised,
+// which every function of the project needs, and no client built.
+// FloorName is its Result.Name. No function of the project can start
+// faster than the floor; the floor's ready over hello's is the share of
+// MaxReadyRatio that the SDK's client takes before any code of the
+// project runs.
+const (
+	FloorPackage = "github.com/exactlyonce/transfers/internal/bench/coldstart/floor"
+	FloorName    = "floor"
+)
+
+// Floor is the floor as a Function.
+func Floor() Function { return Function{Name: FloorName, Package: FloorPackage} }
+
 // Function is one function to measure.
 type Function struct {
 	// Name names the function in its Result and is its

@@ -50,19 +50,21 @@ func TestProjectFunctions(t *testing.T) {
 		t.Fatalf("functions %s, want the template's five", got)
 	}
 
-	hello, results, err := Measure(ctx, Options{Functions: fns, Starts: *projectStarts, Progress: t.Logf})
+	floor := Floor()
+	hello, all, err := Measure(ctx, Options{Functions: append(fns, floor), Starts: *projectStarts, Progress: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%-12s %10s %10s %12s %12s", "function", "size", "ready", "first invoke", "spans")
-	for _, r := range append([]Result{hello}, results...) {
-		t.Logf("%-12s %10d %10v %12v %12d", r.Name, r.SizeArm64, r.Ready, r.FirstInvoke, r.Spans)
+	results := all[:len(fns)]
+	t.Logf("%-12s %10s %10s %12s %12s %8s", "function", "size", "ready", "first invoke", "spans", "/ hello")
+	for _, r := range append([]Result{hello}, all...) {
+		t.Logf("%-12s %10d %10v %12v %12d %8.2f", r.Name, r.SizeArm64, r.Ready, r.FirstInvoke, r.Spans, float64(r.Ready)/float64(hello.Ready))
 		if r.Samples != *projectStarts || r.Errors != 0 || r.SizeArm64 <= 0 || r.Ready <= 0 || r.FirstInvoke <= 0 {
 			t.Errorf("%+v: want %d samples without errors, a size and positive medians", r, *projectStarts)
 		}
 		// Every function's first invoke makes AWS calls, each traced;
-		// hello makes none.
-		if traced := r.Spans >= 2**projectStarts; traced != (r.Name != HelloName) {
+		// hello and the floor make none.
+		if traced := r.Spans >= 2**projectStarts; traced != (r.Name != HelloName && r.Name != FloorName) {
 			t.Errorf("%s sent %d spans to the OTLP collector in %d starts", r.Name, r.Spans, *projectStarts)
 		}
 	}
