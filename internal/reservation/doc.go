@@ -22,6 +22,8 @@
 // The record keys, fingerprints and key rules are the idempotency
 // library's (idempotency.RecordKey, idempotency.Fingerprint,
 // idempotency.ValidateKey), and so are its errors (ErrKeyReused,
-// ErrNotFound, *idempotency.PreconditionError): a record of this package
-// and one of the library's Do never share a table key.
+// ErrNotFound, *idempotency.PreconditionError). Its records carry no
+// format attribute, so should the library's Do ever meet one under its
+// own table key, it refuses it by name (*idempotency.FormatError) and
+// leaves it as it is.
 package reservation
