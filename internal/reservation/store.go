@@ -230,11 +230,11 @@ func stringAttr(item map[string]types.AttributeValue, name string) string {
 // FailReserved settles a record that is still RESERVED as FAILED with
 // response (the final answer, stored as a settled operation's is), at
 // once: the operation was refused before it started. One conditional
-// UpdateItem: the record must still be RESERVED for resourceID on its
-// first attempt (0), so a record that an operation already took
-// (IN_PROGRESS, or settled), or that was resumed (RESERVED under a later
-// attempt, whose earlier runs may have done part of the work), is left
-// as it is. The record gets its expiry (now plus its retention) and
+// UpdateItem, an idempotency.Claim: the record must still be RESERVED
+// for resourceID on its first attempt (0), so a record that an operation
+// already took (IN_PROGRESS, or settled), or that was resumed (RESERVED
+// under a later attempt, whose earlier runs may have done part of the
+// work), is left as it is. The record gets its expiry (now plus its retention) and
 // leaves the Pending index.
 //
 // It returns the record as it is afterwards: the settled record with
@@ -255,23 +255,25 @@ func (s *Store) FailReserved(ctx context.Context, recordKey, resourceID, respons
 	if err != nil {
 		return Record{}, false, fmt.Errorf("fail %s: %w", recordKey, err)
 	}
-	item, settled, err := updateReturning(ctx, s.client, s.table, recordKey, expr)
-	if err != nil {
+	claim := idempotency.Claim{
+		Table:     s.table,
+		Key:       map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		Update:    aws.ToString(expr.Update()),
+		Condition: aws.ToString(expr.Condition()),
+		Names:     expr.Names(),
+		Values:    expr.Values(),
+	}
+	got, err := claim.Write(ctx, s.client)
+	switch {
+	case err != nil:
 		return Record{}, false, fmt.Errorf("fail %s: %w", recordKey, err)
+	case got.Item == nil:
+		return Record{}, false, fmt.Errorf("fail %s: %w", recordKey, ErrNotFound)
 	}
-	if len(item) == 0 {
-		// A failed condition on a missing record (or one the service did
-		// not return).
-		existing, gerr := s.GetByRecordKey(ctx, recordKey)
-		if gerr != nil {
-			return Record{}, false, fmt.Errorf("fail %s: %w", recordKey, gerr)
-		}
-		return existing, false, nil
-	}
-	if err := attributevalue.UnmarshalMap(item, &rec); err != nil {
+	if err := attributevalue.UnmarshalMap(got.Item, &rec); err != nil {
 		return Record{}, false, fmt.Errorf("fail %s: decode: %w", recordKey, err)
 	}
-	return rec, settled, nil
+	return rec, got.OK, nil
 }
 
 // isRecordAttribute reports whether name is an attribute a record may
@@ -359,35 +361,4 @@ func (s *Store) FindByResourceID(ctx context.Context, scope, resourceID string) 
 		return fresh, nil
 	}
 	return Record{}, ErrNotFound
-}
-
-// itemUpdater is the UpdateItem of a DynamoDB client.
-type itemUpdater interface {
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-}
-
-// updateReturning applies expr's conditional update to the record
-// recordKey of table in one UpdateItem and returns the record: as it is
-// now when the condition held (applied), as it was when it failed
-// (ALL_OLD; empty when the service returned none). Any other failure is
-// err.
-func updateReturning(ctx context.Context, client itemUpdater, table, recordKey string, expr expression.Expression) (item map[string]types.AttributeValue, applied bool, err error) {
-	out, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(table),
-		Key:                                 map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return out.Attributes, true, nil
-	case errors.As(err, &ccf):
-		return ccf.Item, false, nil
-	}
-	return nil, false, err
 }
