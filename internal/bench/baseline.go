@@ -124,7 +124,7 @@ func (c *conventional) Handle(ctx context.Context, req events.APIGatewayProxyReq
 	}
 	if _, err := c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(c.table),
-		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
+		Key:                       reservation.KeyOf(rec.Key),
 		UpdateExpression:          update.Update(),
 		ExpressionAttributeNames:  update.Names(),
 		ExpressionAttributeValues: update.Values(),
@@ -144,7 +144,7 @@ func (c *conventional) Handle(ctx context.Context, req events.APIGatewayProxyReq
 func (c *conventional) existing(ctx context.Context, rec reservation.Record) (events.APIGatewayProxyResponse, error) {
 	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(c.table),
-		Key:            map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: rec.Key}},
+		Key:            reservation.KeyOf(rec.Key),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {

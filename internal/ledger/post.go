@@ -257,10 +257,8 @@ func (l *Ledger) fenceCheck(leg Leg) (types.TransactWriteItem, error) {
 		return types.TransactWriteItem{}, fmt.Errorf("build fence condition: %w", err)
 	}
 	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: aws.String(l.idempotency),
-		Key: map[string]types.AttributeValue{
-			reservation.AttrKey: &types.AttributeValueMemberS{Value: leg.RecordKey},
-		},
+		TableName:                 aws.String(l.idempotency),
+		Key:                       reservation.KeyOf(leg.RecordKey),
 		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),

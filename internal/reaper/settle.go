@@ -322,7 +322,7 @@ const attrExecutionArn = "executionArn"
 func (r *Reaper) read(ctx context.Context, recordKey string) (reservation.Record, bool, error) {
 	out, err := r.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(r.cfg.IdempotencyTable),
-		Key:            recordKeyAttr(recordKey),
+		Key:            reservation.KeyOf(recordKey),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -336,10 +336,6 @@ func (r *Reaper) read(ctx context.Context, recordKey string) (reservation.Record
 		return reservation.Record{}, false, fmt.Errorf("decode record: %w", err)
 	}
 	return rec, true, nil
-}
-
-func recordKeyAttr(recordKey string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: recordKey}}
 }
 
 // describe describes the execution of rec's current attempt; nil when it
@@ -589,7 +585,7 @@ func (r *Reaper) update(ctx context.Context, recordKey string, cond expression.C
 	}
 	claim := idempotency.Claim{
 		Table:     r.cfg.IdempotencyTable,
-		Key:       recordKeyAttr(recordKey),
+		Key:       reservation.KeyOf(recordKey),
 		Update:    aws.ToString(expr.Update()),
 		Condition: aws.ToString(expr.Condition()),
 		Names:     expr.Names(),

@@ -219,6 +219,11 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (rec Record, created
 	return existing, got.OK, nil
 }
 
+// KeyOf is the table key of the record recordKey (Record.Key).
+func KeyOf(recordKey string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}}
+}
+
 // stringAttr is item's string attribute name, "" when it has none.
 func stringAttr(item map[string]types.AttributeValue, name string) string {
 	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
@@ -257,7 +262,7 @@ func (s *Store) FailReserved(ctx context.Context, recordKey, resourceID, respons
 	}
 	claim := idempotency.Claim{
 		Table:     s.table,
-		Key:       map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		Key:       KeyOf(recordKey),
 		Update:    aws.ToString(expr.Update()),
 		Condition: aws.ToString(expr.Condition()),
 		Names:     expr.Names(),
@@ -305,7 +310,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (Record, error) {
 func (s *Store) GetByRecordKey(ctx context.Context, recordKey string) (Record, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
-		Key:            map[string]types.AttributeValue{AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		Key:            KeyOf(recordKey),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {

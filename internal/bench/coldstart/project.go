@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -338,7 +337,7 @@ func (p *project) markInProgress(ctx context.Context, recordKey string) error {
 	}
 	if _, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.cfg.IdempotencyTable),
-		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: recordKey}},
+		Key:                       reservation.KeyOf(recordKey),
 		UpdateExpression:          expr.Update(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),

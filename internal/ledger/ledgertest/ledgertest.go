@@ -105,7 +105,7 @@ func (e *Env) SetRecord(t testing.TB, key string, status reservation.Status, tra
 func (e *Env) PutRecord(ctx context.Context, key string, status reservation.Status, transferID string) error {
 	if _, err := e.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(e.IdempotencyTable),
-		Key:              map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: key}},
+		Key:              reservation.KeyOf(key),
 		UpdateExpression: aws.String("SET #status = :status, #resourceId = :id, #scope = if_not_exists(#scope, :scope), #createdAt = if_not_exists(#createdAt, :createdAt), #expiresAt = :expiresAt"),
 		ExpressionAttributeNames: map[string]string{
 			"#status": reservation.AttrStatus, "#resourceId": reservation.AttrResourceID, "#scope": reservation.AttrScope,
@@ -129,7 +129,7 @@ func (e *Env) DeleteRecord(t testing.TB, key string) {
 	t.Helper()
 	if _, err := e.Client.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
 		TableName: aws.String(e.IdempotencyTable),
-		Key:       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: key}},
+		Key:       reservation.KeyOf(key),
 	}); err != nil {
 		t.Fatalf("delete record %s: %v", key, err)
 	}
@@ -206,7 +206,7 @@ func (e *Env) SetAttempt(t testing.TB, key string, attempt int64) {
 	t.Helper()
 	if _, err := e.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(e.IdempotencyTable),
-		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: key}},
+		Key:                       reservation.KeyOf(key),
 		UpdateExpression:          aws.String("SET #a = :a"),
 		ExpressionAttributeNames:  map[string]string{"#a": reservation.AttrAttempt},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: strconv.FormatInt(attempt, 10)}},
@@ -233,7 +233,7 @@ func (e *Env) SetPayload(t testing.TB, tr Transfer) {
 	}
 	if _, err := e.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(e.IdempotencyTable),
-		Key:                       map[string]types.AttributeValue{reservation.AttrKey: &types.AttributeValueMemberS{Value: tr.RecordKey}},
+		Key:                       reservation.KeyOf(tr.RecordKey),
 		UpdateExpression:          aws.String(set),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
