@@ -251,7 +251,7 @@ func (c *Claim) transact(ctx context.Context, client PersistenceAPI) (Claimed, e
 		return Claimed{}, rerr
 	}
 	if item != nil && !c.Free(item) {
-		return Claimed{OK: c.Own != nil && c.Own(item), Found: true, Item: item}, nil
+		return c.found(ctx, client, item)
 	}
 	return Claimed{}, &PreconditionError{Index: failed - 1, Item: reasons[failed].Item}
 }
